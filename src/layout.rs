@@ -1,0 +1,154 @@
+//! Column-major (Fortran) ordering of arrays of any layout.
+//!
+//! RawArray stores the first dimension fastest. An ndarray can be laid out in C order,
+//! Fortran order or with arbitrary strides; these functions produce its elements in
+//! column-major order: a straight copy for Fortran-contiguous input, a cache-blocked
+//! transpose of `(axis 0, last axis)` planes otherwise.
+
+use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Dimension, Ix2, IxDyn, ShapeBuilder, Slice};
+
+/// Edge of the square tiles of the blocked transpose.
+const TILE: usize = 64;
+
+/// Axes shorter than this make tiling pointless; ndarray's own strided copy is used.
+const MIN_TILED_EDGE: usize = 8;
+
+/// Copies `src`'s elements into `dst` in column-major order. `dst.len()` must equal
+/// `src.len()`.
+pub fn copy_to_fortran<T: Copy>(src: &ArrayViewD<'_, T>, dst: &mut [T]) {
+    assert_eq!(src.len(), dst.len(), "destination length");
+    let rev = src.view().reversed_axes();
+    if let Some(s) = rev.as_slice() {
+        dst.copy_from_slice(s);
+        return;
+    }
+    let mut out = match ArrayViewMutD::from_shape(IxDyn(src.shape()).f(), dst) {
+        Ok(v) => v,
+        Err(e) => unreachable!("a Fortran view of src.len() elements: {e}"),
+    };
+    let n = src.ndim();
+    let d0 = src.len_of(Axis(0));
+    if n < 2 || d0 < MIN_TILED_EDGE || src.len_of(Axis(n - 1)) < MIN_TILED_EDGE {
+        out.assign(src);
+        return;
+    }
+    for idx in ndarray::indices(&src.shape()[1..n - 1]) {
+        let (mut s, mut d) = (src.view(), out.view_mut());
+        for &j in idx.slice() {
+            s.index_axis_inplace(Axis(1), j);
+            d.index_axis_inplace(Axis(1), j);
+        }
+        match (
+            s.into_dimensionality::<Ix2>(),
+            d.into_dimensionality::<Ix2>(),
+        ) {
+            (Ok(s), Ok(mut d)) => transpose_tiles(&s, &mut d),
+            _ => unreachable!("two axes remain"),
+        }
+    }
+}
+
+/// Assigns `src` to `dst` tile by tile, so that both stay in cache.
+fn transpose_tiles<T: Copy>(
+    src: &ndarray::ArrayView2<'_, T>,
+    dst: &mut ndarray::ArrayViewMut2<'_, T>,
+) {
+    let (rows, cols) = src.dim();
+    for c0 in (0..cols).step_by(TILE) {
+        let cs = Slice::from(c0..(c0 + TILE).min(cols));
+        for r0 in (0..rows).step_by(TILE) {
+            let rs = Slice::from(r0..(r0 + TILE).min(rows));
+            let s = src.slice_each_axis(|ax| if ax.axis.index() == 0 { rs } else { cs });
+            dst.slice_each_axis_mut(|ax| if ax.axis.index() == 0 { rs } else { cs })
+                .assign(&s);
+        }
+    }
+}
+
+/// Calls `sink` with `src`'s elements in column-major order, in pieces of at most
+/// `budget` elements copied through `buf`, or in one piece borrowed straight from
+/// `src` when it is Fortran-contiguous.
+pub fn for_each_fortran_chunk<T: bytemuck::Zeroable + Copy, E>(
+    src: ArrayViewD<'_, T>,
+    budget: usize,
+    buf: &mut Vec<T>,
+    sink: &mut impl FnMut(&[T]) -> Result<(), E>,
+) -> Result<(), E> {
+    let rev = src.view().reversed_axes();
+    if let Some(s) = rev.as_slice() {
+        return sink(s);
+    }
+    if src.len() <= budget.max(1) || src.ndim() == 0 {
+        buf.clear();
+        buf.resize(src.len(), T::zeroed());
+        copy_to_fortran(&src, buf);
+        return sink(buf);
+    }
+    let last = Axis(src.ndim() - 1);
+    let dl = src.len_of(last);
+    let per = src.len() / dl;
+    if per > budget {
+        for k in 0..dl {
+            for_each_fortran_chunk(src.index_axis(last, k), budget, buf, sink)?;
+        }
+    } else {
+        let step = budget / per;
+        for k0 in (0..dl).step_by(step) {
+            let part = src.slice_axis(last, Slice::from(k0..(k0 + step).min(dl)));
+            for_each_fortran_chunk(part, budget, buf, sink)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{ArrayD, IxDyn};
+
+    fn naive<T: Copy>(a: &ArrayViewD<'_, T>) -> Vec<T> {
+        a.t().iter().copied().collect()
+    }
+
+    #[test]
+    fn matches_naive_for_c_order_and_strided() {
+        for shape in [
+            vec![70usize, 90],
+            vec![9, 3, 70],
+            vec![65, 2, 3, 67],
+            vec![3, 100],
+            vec![100, 3],
+            vec![0, 5],
+            vec![],
+            vec![7],
+        ] {
+            let n: usize = shape.iter().product();
+            let a = ArrayD::from_shape_vec(IxDyn(&shape), (0..n as u32).collect()).unwrap();
+            let mut out = vec![0u32; n];
+            copy_to_fortran(&a.view(), &mut out);
+            assert_eq!(out, naive(&a.view()), "shape {shape:?}");
+            if !shape.is_empty() && shape[0] > 2 {
+                let s = a.slice_axis(Axis(0), Slice::new(0, None, 2));
+                let mut out = vec![0u32; s.len()];
+                copy_to_fortran(&s, &mut out);
+                assert_eq!(out, naive(&s), "strided {shape:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_concatenate_to_the_whole() {
+        let a = ArrayD::from_shape_vec(IxDyn(&[13, 7, 11]), (0..1001u32).collect()).unwrap();
+        for budget in [1, 5, 13, 50, 91, 200, 5000] {
+            let mut got = Vec::new();
+            let mut buf = Vec::new();
+            for_each_fortran_chunk::<u32, ()>(a.view(), budget, &mut buf, &mut |c| {
+                assert!(c.len() <= budget.max(1));
+                got.extend_from_slice(c);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(got, naive(&a.view()), "budget {budget}");
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! # rastore: RawArray (`.ra`) files, zero-copy
+//!
+//! RawArray is a 48-byte header of u64s (magic, flags, eltype, elbyte, size, ndims),
+//! the dims, the raw column-major data and an optional metadata trailer. rastore reads
+//! and writes it, maps it and hands out `ndarray` views straight over the file's bytes.
+//!
+//! | task | entry point |
+//! |---|---|
+//! | open a file of any size in constant time and view it | [`MappedRa::open`], [`MappedRa::view`], [`MappedRa::view_ix`] |
+//! | read a whole file into memory, any encoding or byte order | [`read`], [`read_from`], [`read_bool`], [`read_raw`] |
+//! | write an array of any layout, atomically | [`write`], [`WriteOptions`], [`write_to`] |
+//! | parse or build a header without I/O | [`Header::parse`], [`Header::new`], [`Header::encode`] |
+//! | name an element type | [`DType`], [`Element`] |
+//! | view a file image you already hold in memory | [`view_bytes`] |
+//!
+//! Column-major means: a file with dims `[d0, d1, d2]` is viewed with shape
+//! `[d0, d1, d2]` and Fortran strides, so `v[[i, j, k]]` is the element Julia or MATLAB
+//! calls `A[i+1, j+1, k+1]`. Writing any ndarray stores its logical shape as the dims
+//! and its elements in column-major order, so reading gives back the same array.
+//!
+//! ```no_run
+//! use ndarray::Array3;
+//! let a = Array3::<f32>::from_shape_fn((64, 64, 8), |(i, j, k)| (i + j * k) as f32);
+//! rastore::write("cube.ra", &a)?;
+//! // SAFETY: nothing modifies cube.ra while it is mapped.
+//! let file = unsafe { rastore::MappedRa::open("cube.ra")? };
+//! let v = file.view_ix::<f32, ndarray::Ix3>()?;
+//! assert_eq!(v, a);
+//! # Ok::<(), rastore::Error>(())
+//! ```
+#![forbid(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod codec;
+mod dtype;
+mod error;
+mod header;
+mod layout;
+mod mapped;
+mod owned;
+mod view;
+
+pub use dtype::{DType, Element, Kind};
+pub use error::{Error, ErrorKind, Result, ViewRefusal};
+pub use header::{header_len, Encoding, Flags, Header, FIXED_LEN, MAGIC};
+pub use layout::copy_to_fortran;
+pub use mapped::MappedRa;
+pub use owned::{
+    read, read_bool, read_from, read_raw, read_raw_from, write, write_to, RawData, WriteOptions,
+};
+pub use view::{view_bytes, view_data, view_data_mut};
+
+pub use half;
+pub use ndarray;
+pub use num_complex;

@@ -1,0 +1,458 @@
+//! The copying path: read any valid file into an owned `ArrayD` (byte-swapped, LZ4,
+//! LEB128, Julia Bool and BitArray), and write any ndarray atomically.
+//!
+//! Reading uses plain large `read` calls, not a mapping: it is the path for files that
+//! may change underneath, and the fast one on network file systems where page faults
+//! are slow.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn, ShapeBuilder};
+
+use crate::codec;
+use crate::dtype::{check_type, DType, Element};
+use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
+use crate::header::{Encoding, Flags, Header, FIXED_LEN};
+use crate::layout::for_each_fortran_chunk;
+use crate::view::shape_usize;
+
+/// Bytes per piece when a non-Fortran array is reordered on its way to the writer.
+const WRITE_CHUNK_BYTES: usize = 4 << 20;
+
+/// Largest first allocation when the stream's length is unknown; it grows as data
+/// actually arrives, so a lying header cannot make us allocate what is not there.
+const UNTRUSTED_STEP_BYTES: usize = 16 << 20;
+
+/// A file's contents decoded to plain bytes: data in native byte order where the
+/// element layout is known (else as stored), uncompressed and unpacked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawData {
+    /// The header as read from the file.
+    pub header: Header,
+    /// The decoded data: `elbyte × Π dims` bytes, or the packed words of a BitArray.
+    pub data: Vec<u8>,
+    /// Whether `data` is in native byte order (false only for big-endian user types).
+    pub native: bool,
+    /// The metadata trailer.
+    pub metadata: Vec<u8>,
+}
+
+fn open_len(path: &Path) -> Result<(File, u64)> {
+    let f = File::open(path).map_err(io_at("open", path))?;
+    let len = f.metadata().map_err(io_at("stat", path))?.len();
+    Ok((f, len))
+}
+
+/// Reads and validates the header from the start of `r`. `file_len` is the whole
+/// length when known; unknown, truncation is found while reading.
+pub(crate) fn read_header(r: &mut impl Read, file_len: Option<u64>) -> Result<Header> {
+    let mut buf = vec![0u8; FIXED_LEN];
+    let got = read_full(r, &mut buf)?;
+    buf.truncate(got);
+    let len = file_len.unwrap_or(u64::MAX);
+    let hlen = Header::required_len(&buf, len)?;
+    r.take(hlen - FIXED_LEN as u64)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io("read header", e))?;
+    Header::parse_prefix(&buf, len)
+}
+
+/// Like `read_exact`, but returns how many bytes were read before end of input.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("read", e)),
+        }
+    }
+    Ok(n)
+}
+
+/// Reads exactly `nbytes` into a new `Vec<T>`. When `trusted` (the length was checked
+/// against a real file length) it allocates once; otherwise it grows as bytes arrive.
+fn read_vec<T: bytemuck::Pod>(
+    r: &mut impl Read,
+    nbytes: u64,
+    trusted: bool,
+    data_offset: u64,
+) -> Result<Vec<T>> {
+    let too_large = || ErrorKind::TooLarge {
+        what: "data bytes",
+        value: nbytes.into(),
+    };
+    let n = usize::try_from(nbytes).map_err(|_| too_large())? / std::mem::size_of::<T>();
+    let step = if trusted {
+        n
+    } else {
+        n.min(UNTRUSTED_STEP_BYTES / std::mem::size_of::<T>())
+    };
+    let mut v: Vec<T> = bytemuck::zeroed_vec(step);
+    let mut filled = 0;
+    loop {
+        let got = read_full(r, bytemuck::cast_slice_mut(&mut v[filled..]))?;
+        let want = (v.len() - filled) * std::mem::size_of::<T>();
+        filled += got / std::mem::size_of::<T>();
+        if got < want {
+            let actual = data_offset + (filled * std::mem::size_of::<T>()) as u64;
+            return Err(ErrorKind::TruncatedData {
+                expected: data_offset + nbytes,
+                actual,
+            }
+            .into());
+        }
+        if filled == n {
+            return Ok(v);
+        }
+        let grow = (n - filled).min(v.len().max(1));
+        v.resize(filled + grow, T::zeroed());
+    }
+}
+
+/// Reads and decodes the data segment into `elbyte × Π dims` bytes' worth of `T`s
+/// (for BitArrays: the stored words), swapping to native order when `swap_unit` is
+/// given and the data is not native. Returns the data and whether it is native.
+fn read_body<T: bytemuck::Pod>(
+    r: &mut impl Read,
+    h: &Header,
+    file_len: Option<u64>,
+) -> Result<(Vec<T>, bool)> {
+    let trusted = file_len.is_some();
+    let off = h.data_offset();
+    let mut data: Vec<T> = match h.encoding() {
+        Encoding::Raw | Encoding::Bits => read_vec(r, h.size(), trusted, off)?,
+        Encoding::Lz4 => {
+            codec::lz4_check_ratio(h.size(), h.nbytes())?;
+            let stored: Vec<u8> = read_vec(r, h.size(), trusted, off)?;
+            let mut out = zeroed_for::<T>(h.nbytes())?;
+            codec::lz4_decode(&stored, bytemuck::cast_slice_mut(&mut out))?;
+            out
+        }
+        Encoding::Leb128 => {
+            let mut stored = Vec::new();
+            r.read_to_end(&mut stored)
+                .map_err(|e| Error::io("read", e))?;
+            if h.count() > stored.len() as u64 {
+                return Err(Error::decode(
+                    "leb128",
+                    format!(
+                        "{} values need at least {} bytes, {} present",
+                        h.count(),
+                        h.count(),
+                        stored.len()
+                    ),
+                ));
+            }
+            let mut out = zeroed_for::<T>(h.nbytes())?;
+            codec::leb128_decode(&stored, h.dtype(), bytemuck::cast_slice_mut(&mut out))?;
+            return Ok((out, true));
+        }
+    };
+    if h.native_endian() {
+        return Ok((data, true));
+    }
+    match h.dtype().swap_unit() {
+        Some(unit) => {
+            codec::swap_bytes(bytemuck::cast_slice_mut(&mut data), unit);
+            Ok((data, true))
+        }
+        None => Ok((data, false)),
+    }
+}
+
+fn zeroed_for<T: bytemuck::Pod>(nbytes: u64) -> Result<Vec<T>> {
+    let n = usize::try_from(nbytes).map_err(|_| ErrorKind::TooLarge {
+        what: "data bytes",
+        value: nbytes.into(),
+    })?;
+    Ok(bytemuck::zeroed_vec(n / std::mem::size_of::<T>()))
+}
+
+fn into_array<T>(h: &Header, data: Vec<T>) -> Result<ArrayD<T>> {
+    let shape = IxDyn(&shape_usize(h.dims())?).f();
+    ArrayD::from_shape_vec(shape, data).map_err(|e| {
+        ErrorKind::Unsupported(format!("dims {:?} on this platform: {e}", h.dims())).into()
+    })
+}
+
+pub(crate) fn read_typed<T: Element>(
+    r: &mut impl Read,
+    file_len: Option<u64>,
+) -> Result<ArrayD<T>> {
+    let h = read_header(r, file_len)?;
+    check_type::<T>(h.dtype())?;
+    if h.encoding() == Encoding::Bits {
+        return Err(ErrorKind::Unsupported(
+            "a BitArray decodes to bool: use rastore::read_bool".into(),
+        )
+        .into());
+    }
+    let (data, native) = read_body::<T>(r, &h, file_len)?;
+    if !native {
+        return Err(ErrorKind::Unsupported(format!(
+            "cannot byte-swap big-endian {} elements (layout unknown); use rastore::read_raw",
+            h.dtype()
+        ))
+        .into());
+    }
+    into_array(&h, data)
+}
+
+/// Reads a whole file into an owned array, whatever its byte order or encoding.
+///
+/// ```no_run
+/// let a: ndarray::ArrayD<f32> = rastore::read("image.ra")?;
+/// # Ok::<(), rastore::Error>(())
+/// ```
+pub fn read<T: Element>(path: impl AsRef<Path>) -> Result<ArrayD<T>> {
+    let path = path.as_ref();
+    let (mut f, len) = open_len(path)?;
+    read_typed(&mut f, Some(len)).at(path)
+}
+
+/// Reads an array from any reader (a socket, a decompressor, a byte slice). The
+/// stream's length is unknown, so memory grows only as data actually arrives.
+pub fn read_from<T: Element>(mut r: impl Read) -> Result<ArrayD<T>> {
+    read_typed(&mut r, None)
+}
+
+fn read_bool_impl(r: &mut impl Read, file_len: Option<u64>) -> Result<ArrayD<bool>> {
+    let h = read_header(r, file_len)?;
+    let values = if h.encoding() == Encoding::Bits {
+        let (words, _) = read_body::<u8>(r, &h, file_len)?;
+        let count = usize::try_from(h.count()).map_err(|_| ErrorKind::TooLarge {
+            what: "element count",
+            value: h.count().into(),
+        })?;
+        // read_body swapped the words to native order.
+        codec::bits_decode(&words, count, cfg!(target_endian = "big"))?
+    } else {
+        check_type::<u8>(h.dtype()).map_err(|_| {
+            Error::from(ErrorKind::TypeMismatch {
+                file: h.dtype(),
+                requested: DType::BOOL,
+            })
+        })?;
+        let (bytes, _) = read_body::<u8>(r, &h, file_len)?;
+        if let Some(i) = bytes.iter().position(|&b| b > 1) {
+            return Err(Error::decode(
+                "bool",
+                format!("element {i} is {}, not 0 or 1", bytes[i]),
+            ));
+        }
+        bytes.into_iter().map(|b| b == 1).collect()
+    };
+    into_array(&h, values)
+}
+
+/// Reads a Julia `Bool` array (one byte per element, validated to be 0 or 1; `uint8`
+/// files are accepted too) or a packed `BitArray`.
+pub fn read_bool(path: impl AsRef<Path>) -> Result<ArrayD<bool>> {
+    let path = path.as_ref();
+    let (mut f, len) = open_len(path)?;
+    read_bool_impl(&mut f, Some(len)).at(path)
+}
+
+fn read_raw_impl(r: &mut impl Read, file_len: Option<u64>) -> Result<RawData> {
+    let header = read_header(r, file_len)?;
+    let (data, native) = read_body::<u8>(r, &header, file_len)?;
+    let mut metadata = Vec::new();
+    if header.encoding() != Encoding::Leb128 {
+        r.read_to_end(&mut metadata)
+            .map_err(|e| Error::io("read metadata", e))?;
+    }
+    Ok(RawData {
+        header,
+        data,
+        native,
+        metadata,
+    })
+}
+
+/// Reads any valid file, of any element type, into decoded bytes and its trailer.
+pub fn read_raw(path: impl AsRef<Path>) -> Result<RawData> {
+    let path = path.as_ref();
+    let (mut f, len) = open_len(path)?;
+    read_raw_impl(&mut f, Some(len)).at(path)
+}
+
+/// [`read_raw`] from any reader.
+pub fn read_raw_from(mut r: impl Read) -> Result<RawData> {
+    read_raw_impl(&mut r, None)
+}
+
+/// How to write a file: metadata trailer, LZ4 compression, durability.
+///
+/// ```no_run
+/// use rastore::WriteOptions;
+/// let a = ndarray::Array2::<f64>::zeros((100, 200));
+/// WriteOptions::new().compress(true).durable(true).metadata("---\nunits: m\n").write("a.ra", &a)?;
+/// # Ok::<(), rastore::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    metadata: Vec<u8>,
+    compress: bool,
+    durable: bool,
+}
+
+impl WriteOptions {
+    /// Defaults: no trailer, uncompressed, not synced.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes to store after the data (kept verbatim by every rastore tool).
+    pub fn metadata(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.metadata = bytes.into();
+        self
+    }
+
+    /// Store the data as one LZ4 block, unless that would not be smaller.
+    pub fn compress(mut self, yes: bool) -> Self {
+        self.compress = yes;
+        self
+    }
+
+    /// Sync the file before the rename and the directory after it, so that a power
+    /// loss leaves either the old file or the new one.
+    pub fn durable(mut self, yes: bool) -> Self {
+        self.durable = yes;
+        self
+    }
+
+    /// Writes `array` to `path` atomically: to a temporary file in the same directory,
+    /// renamed over `path` when complete.
+    pub fn write<T, S, D>(&self, path: impl AsRef<Path>, array: &ArrayBase<S, D>) -> Result<()>
+    where
+        T: Element,
+        S: Data<Elem = T>,
+        D: Dimension,
+    {
+        let path = path.as_ref();
+        atomic_write(path, self.durable, |w| self.write_to(w, array)).at(path)
+    }
+
+    /// Writes `array` as a RawArray stream to `w`. Only LZ4 compression holds the whole
+    /// array in memory; otherwise non-Fortran arrays are reordered in 4 MiB pieces.
+    pub fn write_to<T, S, D>(&self, mut w: impl Write, array: &ArrayBase<S, D>) -> Result<()>
+    where
+        T: Element,
+        S: Data<Elem = T>,
+        D: Dimension,
+    {
+        let view = array.view().into_dyn();
+        let dims: Vec<u64> = view.shape().iter().map(|&d| d as u64).collect();
+        let header = Header::new(T::DTYPE, &dims)?;
+        let wr = |e| Error::io("write", e);
+        let budget = WRITE_CHUNK_BYTES / std::mem::size_of::<T>().max(1);
+        let mut buf: Vec<T> = Vec::new();
+        if self.compress {
+            let mut all: Vec<u8> = Vec::with_capacity(header.nbytes() as usize);
+            for_each_fortran_chunk(view, budget, &mut buf, &mut |c: &[T]| {
+                all.extend_from_slice(bytemuck::cast_slice(c));
+                Ok::<(), Error>(())
+            })?;
+            let packed = codec::lz4_encode(&all);
+            if packed.len() < all.len() {
+                let h = header.with_storage(Flags::COMPRESSED, packed.len() as u64);
+                w.write_all(&h.encode()).map_err(wr)?;
+                w.write_all(&packed).map_err(wr)?;
+            } else {
+                w.write_all(&header.encode()).map_err(wr)?;
+                w.write_all(&all).map_err(wr)?;
+            }
+        } else {
+            w.write_all(&header.encode()).map_err(wr)?;
+            for_each_fortran_chunk(view, budget, &mut buf, &mut |c: &[T]| {
+                w.write_all(bytemuck::cast_slice(c)).map_err(wr)
+            })?;
+        }
+        w.write_all(&self.metadata).map_err(wr)?;
+        w.flush().map_err(wr)
+    }
+}
+
+/// Writes `array` to `path` atomically with default options.
+///
+/// The file's dims are the array's logical shape, its bytes column-major, whatever
+/// the array's memory layout: reading it back gives the same logical array.
+pub fn write<T, S, D>(path: impl AsRef<Path>, array: &ArrayBase<S, D>) -> Result<()>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+{
+    WriteOptions::new().write(path, array)
+}
+
+/// Writes `array` as a RawArray stream with default options.
+pub fn write_to<T, S, D>(w: impl Write, array: &ArrayBase<S, D>) -> Result<()>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+{
+    WriteOptions::new().write_to(w, array)
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A unique temporary path beside `path`: `.NAME.PID.N.tmp`.
+fn temp_path(path: &Path) -> Result<PathBuf> {
+    let name = path.file_name().ok_or_else(|| {
+        ErrorKind::InvalidArgument(format!("{} has no file name", path.display()))
+    })?;
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = format!(".{}.{}.{n}.tmp", name.to_string_lossy(), std::process::id());
+    Ok(path.with_file_name(tmp))
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+pub(crate) fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Writes through `fill` into a temporary file beside `path`, then renames it over
+/// `path` (FORMAT.md section 8). On any error the temporary file is removed.
+pub(crate) fn atomic_write(
+    path: &Path,
+    durable: bool,
+    fill: impl FnOnce(&mut BufWriter<&File>) -> Result<()>,
+) -> Result<()> {
+    let tmp = temp_path(path)?;
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(io_at("create", &tmp))?;
+    let result = (|| {
+        let mut w = BufWriter::with_capacity(1 << 20, &file);
+        fill(&mut w)?;
+        w.flush().map_err(io_at("write", &tmp))?;
+        drop(w);
+        if durable {
+            file.sync_all().map_err(io_at("fsync", &tmp))?;
+        }
+        fs::rename(&tmp, path).map_err(io_at("rename", path))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+        return result;
+    }
+    if durable {
+        let dir = parent_dir(path);
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_at("fsync directory", dir))?;
+    }
+    Ok(())
+}

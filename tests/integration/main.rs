@@ -1,0 +1,7 @@
+//! One integration test binary (one link), one module per concern.
+
+mod cli;
+mod common;
+mod conformance;
+mod roundtrip;
+mod validation;
