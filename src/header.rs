@@ -331,6 +331,37 @@ impl Header {
         })
     }
 
+    /// The part of the array whose last index lies in `range`: its header (dims
+    /// `dims[..n-1] + [range.len()]`, same flags) and the byte offset of its first
+    /// element in the file. Only plain (raw) data has slabs.
+    pub fn slab(&self, range: std::ops::Range<u64>) -> Result<(Header, u64)> {
+        let bad = |why: String| -> crate::Error { ErrorKind::InvalidArgument(why).into() };
+        let Some((&last, rest)) = self.dims.split_last() else {
+            return Err(bad("a 0-d array has no last axis to cut into slabs".into()));
+        };
+        if self.encoding() != Encoding::Raw {
+            return Err(ErrorKind::Unsupported(format!(
+                "slabs of {:?}-encoded data: only plain data can be written in place",
+                self.encoding()
+            ))
+            .into());
+        }
+        if range.start >= range.end || range.end > last {
+            return Err(bad(format!(
+                "slab {}..{} is empty or outside the last axis 0..{last}",
+                range.start, range.end
+            )));
+        }
+        let mut dims = rest.to_vec();
+        dims.push(range.end - range.start);
+        let mut h = Header::new(self.dtype, &dims)?;
+        h.flags = self.flags;
+        h.header_big_endian = self.header_big_endian;
+        // Within the file: validated products cannot overflow.
+        let offset = self.data_offset() + range.start * (self.nbytes / last);
+        Ok((h, offset))
+    }
+
     /// The header's bytes, in the byte order it was read in (little-endian for new ones).
     pub fn encode(&self) -> Vec<u8> {
         let big = self.header_big_endian;

@@ -9,6 +9,8 @@
 //! | open a file of any size in constant time and view it | [`MappedRa::open`], [`MappedRa::view`], [`MappedRa::view_ix`] |
 //! | read a whole file into memory, any encoding or byte order | [`read`], [`read_from`], [`read_bool`], [`read_raw`] |
 //! | write an array of any layout, atomically | [`write`], [`WriteOptions`], [`write_to`] |
+//! | create a huge file and fill it in place, in parallel | [`MappedRaMut::create`], [`MappedRaMut::par_fill_slabs`], [`MappedRaMut::flush`] |
+//! | many processes filling disjoint slabs of one file | [`create_file`], [`MappedRaMut::open_slab`] |
 //! | parse or build a header without I/O | [`Header::parse`], [`Header::new`], [`Header::encode`] |
 //! | name an element type | [`DType`], [`Element`] |
 //! | view a file image you already hold in memory | [`view_bytes`] |
@@ -32,19 +34,22 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+mod create;
 mod dtype;
 mod error;
+pub mod fill;
 mod header;
 mod layout;
 mod mapped;
 mod owned;
 mod view;
 
+pub use create::{create_file, CreateOptions};
 pub use dtype::{DType, Element, Kind};
 pub use error::{Error, ErrorKind, Result, ViewRefusal};
 pub use header::{header_len, Encoding, Flags, Header, FIXED_LEN, MAGIC};
 pub use layout::copy_to_fortran;
-pub use mapped::MappedRa;
+pub use mapped::{MappedRa, MappedRaMut};
 pub use owned::{
     read, read_bool, read_from, read_raw, read_raw_from, write, write_to, RawData, WriteOptions,
 };

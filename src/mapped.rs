@@ -16,16 +16,19 @@
 //! promise. For a file that may change underneath, use the copying reader
 //! [`read`](crate::read), which is entirely safe.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
-use ndarray::{ArrayD, ArrayView, ArrayViewD, Dimension};
+use memmap2::{Mmap, MmapMut, MmapOptions};
+use ndarray::{ArrayD, ArrayView, ArrayViewD, ArrayViewMutD, Dimension};
 
-use crate::dtype::Element;
+use crate::create::CreateOptions;
+use crate::dtype::{DType, Element};
 use crate::error::{io_at, ErrorKind, Result, ResultExt};
 use crate::header::{Header, FIXED_LEN};
-use crate::view::{stored_data, trailer, view_data};
+use crate::owned::read_header;
+use crate::view::{stored_data, trailer, view_data, view_data_mut};
 
 /// A RawArray file mapped read-only, its header validated.
 ///
@@ -137,6 +140,209 @@ impl std::fmt::Debug for MappedRa {
         f.debug_struct("MappedRa")
             .field("path", &self.path)
             .field("header", &self.header)
+            .finish()
+    }
+}
+
+/// A RawArray file (or one slab of it) mapped read-write, for filling in place.
+///
+/// Only the data segment is mapped, never the header. Create one with
+/// [`MappedRaMut::create`], or map an existing file with [`MappedRaMut::open`] or, for
+/// one of many processes writing disjoint parts, [`MappedRaMut::open_slab`].
+///
+/// # Crashes and `flush`
+///
+/// Stores through the mapping land in the kernel's page cache, shared with every other
+/// mapping and `read` of the file. If the process crashes, they survive: the kernel
+/// writes them back. If the machine loses power, stores not yet written back are lost
+/// (the file keeps its size and the zeroes reserved at creation). [`flush`](Self::flush)
+/// writes the mapped range back and syncs the file: once it returns, what was stored
+/// before it survives a power loss.
+pub struct MappedRaMut {
+    map: MmapMut,
+    file: File,
+    header: Header,
+    view_header: Header,
+    slab: Option<Range<u64>>,
+    path: PathBuf,
+}
+
+impl MappedRaMut {
+    /// Creates `path` with a zeroed array of `dtype` and `dims`, space reserved, and
+    /// maps its data read-write. Refuses an existing path; see
+    /// [`create_with`](Self::create_with) for overwriting and a trailer.
+    ///
+    /// # Safety
+    ///
+    /// As for [`MappedRa::open`]: while the result lives, no other process or handle
+    /// may truncate the file or write the bytes it maps.
+    pub unsafe fn create(path: impl AsRef<Path>, dtype: DType, dims: &[u64]) -> Result<Self> {
+        // SAFETY: forwarded to the caller (this function's contract).
+        unsafe { Self::create_with(path, dtype, dims, &CreateOptions::new()) }
+    }
+
+    /// [`create`](Self::create) with options: a metadata trailer, overwrite.
+    ///
+    /// # Safety
+    ///
+    /// As for [`create`](Self::create).
+    pub unsafe fn create_with(
+        path: impl AsRef<Path>,
+        dtype: DType,
+        dims: &[u64],
+        options: &CreateOptions,
+    ) -> Result<Self> {
+        let path = path.as_ref();
+        options.create_file(path, dtype, dims)?;
+        // SAFETY: forwarded to the caller (this function's contract).
+        unsafe { Self::open(path) }
+    }
+
+    /// Maps the data of an existing valid file read-write.
+    ///
+    /// # Safety
+    ///
+    /// While the result lives, no other process or handle may truncate the file or
+    /// write the bytes it maps (here: the whole data segment).
+    pub unsafe fn open(path: impl AsRef<Path>) -> Result<Self> {
+        // SAFETY: forwarded to the caller (this function's contract).
+        unsafe { Self::map(path.as_ref(), None) }
+    }
+
+    /// Maps only the slab whose last index lies in `range` (a range along the last,
+    /// slowest axis), read-write. Many processes may each map and fill a disjoint slab
+    /// of one file at the same time. The view has shape `dims[..n-1] + [range.len()]`.
+    ///
+    /// # Safety
+    ///
+    /// While the result lives, no other process or handle may truncate the file or
+    /// write this slab's bytes; other slabs are free.
+    pub unsafe fn open_slab(path: impl AsRef<Path>, range: Range<u64>) -> Result<Self> {
+        // SAFETY: forwarded to the caller (this function's contract).
+        unsafe { Self::map(path.as_ref(), Some(range)) }
+    }
+
+    /// # Safety
+    ///
+    /// As for [`open_slab`](Self::open_slab) (`slab` given) or [`open`](Self::open).
+    unsafe fn map(path: &Path, slab: Option<Range<u64>>) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io_at("open read-write", path))?;
+        let len = file.metadata().map_err(io_at("stat", path))?.len();
+        let header = read_header(&mut &file, Some(len)).at(path)?;
+        let (view_header, offset) = match &slab {
+            Some(range) => header.slab(range.clone()).at(path)?,
+            None => (header.clone(), header.data_offset()),
+        };
+        let map_len = usize::try_from(view_header.size()).map_err(|_| {
+            crate::Error::from(ErrorKind::TooLarge {
+                what: "mapping bytes",
+                value: view_header.size().into(),
+            })
+            .at(path)
+        })?;
+        // SAFETY: the caller promises that nobody truncates the file or writes the
+        // mapped bytes while this mapping lives (this function's contract). The range
+        // lies inside the file: the header was validated against its length.
+        let map = unsafe {
+            MmapOptions::new()
+                .offset(offset)
+                .len(map_len)
+                .map_mut(&file)
+        }
+        .map_err(io_at("mmap read-write", path))?;
+        Ok(MappedRaMut {
+            map,
+            file,
+            header,
+            view_header,
+            slab,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The whole file's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The range along the last axis this mapping covers (`None`: the whole array).
+    pub fn slab(&self) -> Option<Range<u64>> {
+        self.slab.clone()
+    }
+
+    /// The path the file was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A zero-copy mutable view of the mapped data: shape == dims (for a slab,
+    /// `dims[..n-1] + [range.len()]`), Fortran strides. Refused like
+    /// [`MappedRa::view`] for a mismatched type or data that cannot be viewed.
+    pub fn view_mut<T: Element>(&mut self) -> Result<ArrayViewMutD<'_, T>> {
+        view_data_mut(&self.view_header, &mut self.map).at(&self.path)
+    }
+
+    /// A zero-copy read-only view of the mapped data.
+    pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
+        view_data(&self.view_header, &self.map).at(&self.path)
+    }
+
+    /// Fills the mapped data in parallel: splits it along the last axis into disjoint
+    /// slabs and calls `f(range, slab)` for each on the rayon pool; `range` counts in
+    /// the whole file's last axis (also for a slab mapping).
+    pub fn par_fill_slabs<T, F>(&mut self, f: F) -> Result<()>
+    where
+        T: Element,
+        F: Fn(Range<usize>, ArrayViewMutD<'_, T>) + Sync,
+    {
+        let first = self.slab.as_ref().map_or(0, |r| r.start as usize);
+        let view = self.view_mut::<T>()?;
+        crate::fill::par_fill_slabs(view, first, f);
+        Ok(())
+    }
+
+    /// Fills the mapped data in parallel as a flat slice: `f(offset, chunk)` where
+    /// `offset` is the column-major index (in the whole file) of `chunk[0]`.
+    pub fn par_fill<T, F>(&mut self, f: F) -> Result<()>
+    where
+        T: Element,
+        F: Fn(usize, &mut [T]) + Sync,
+    {
+        let first = match (&self.slab, self.header.dims().split_last()) {
+            (Some(r), Some((&last, _))) => (r.start * (self.header.count() / last)) as usize,
+            _ => 0,
+        };
+        let mut view = self.view_mut::<T>()?;
+        if let Some(data) = view.as_slice_memory_order_mut() {
+            crate::fill::par_fill_flat(data, first, f);
+        }
+        Ok(())
+    }
+
+    /// Writes the mapped range back to the file (`msync`) and syncs the file
+    /// (`fsync`): on return, every store made before survives a power loss.
+    pub fn flush(&self) -> Result<()> {
+        self.map.flush().map_err(io_at("msync", &self.path))?;
+        self.file.sync_all().map_err(io_at("fsync", &self.path))
+    }
+
+    /// Hints that the mapping will be written front to back soon (`MADV_WILLNEED`).
+    pub fn advise_will_need(&self) {
+        #[cfg(unix)]
+        let _ = self.map.advise(memmap2::Advice::WillNeed);
+    }
+}
+
+impl std::fmt::Debug for MappedRaMut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedRaMut")
+            .field("path", &self.path)
+            .field("header", &self.header)
+            .field("slab", &self.slab)
             .finish()
     }
 }

@@ -404,7 +404,7 @@ where
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A unique temporary path beside `path`: `.NAME.PID.N.tmp`.
-fn temp_path(path: &Path) -> Result<PathBuf> {
+pub(crate) fn temp_path(path: &Path) -> Result<PathBuf> {
     let name = path.file_name().ok_or_else(|| {
         ErrorKind::InvalidArgument(format!("{} has no file name", path.display()))
     })?;

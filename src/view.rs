@@ -66,7 +66,10 @@ fn shape_error(e: ndarray::ShapeError, header: &Header) -> crate::Error {
 /// A zero-copy view of `data` (exactly the data segment described by `header`).
 pub fn view_data<'a, T: Element>(header: &Header, data: &'a [u8]) -> Result<ArrayViewD<'a, T>> {
     check_viewable::<T>(header)?;
-    let elems: &[T] = bytemuck::try_cast_slice(data).map_err(|_| misaligned::<T>())?;
+    let elems: &[T] = match data {
+        [] => &[],
+        _ => bytemuck::try_cast_slice(data).map_err(|_| misaligned::<T>())?,
+    };
     ArrayViewD::from_shape(fortran_shape(header)?, elems).map_err(|e| shape_error(e, header))
 }
 
@@ -76,7 +79,10 @@ pub fn view_data_mut<'a, T: Element>(
     data: &'a mut [u8],
 ) -> Result<ArrayViewMutD<'a, T>> {
     check_viewable::<T>(header)?;
-    let elems: &mut [T] = bytemuck::try_cast_slice_mut(data).map_err(|_| misaligned::<T>())?;
+    let elems: &mut [T] = match data {
+        [] => &mut [],
+        _ => bytemuck::try_cast_slice_mut(data).map_err(|_| misaligned::<T>())?,
+    };
     ArrayViewMutD::from_shape(fortran_shape(header)?, elems).map_err(|e| shape_error(e, header))
 }
 

@@ -73,7 +73,9 @@ fn round_trip<T: Element + Debug>(dims: &[usize], layout: Layout, bytes: &[u8]) 
 
     // SAFETY: the file is private to this test and not modified while mapped.
     let file = unsafe { MappedRa::open(&path) }.unwrap();
-    let aligned_ok = std::mem::align_of::<T>() <= 8 || dims.len() % 2 == 0;
+    // i128/u128 sit at 48 + 8·ndims: 16-aligned only for even ndims. Empty data is
+    // always viewable.
+    let aligned_ok = std::mem::align_of::<T>() <= 8 || dims.len() % 2 == 0 || a.is_empty();
     match file.view::<T>() {
         Ok(v) => {
             assert!(aligned_ok);

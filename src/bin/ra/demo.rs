@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rastore::ndarray::{Array3, ShapeBuilder};
-use rastore::{MappedRa, Result};
+use rastore::{DType, MappedRa, MappedRaMut, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -24,6 +23,10 @@ fn value(i: usize) -> f32 {
     (i % 1024) as f32 * 0.25
 }
 
+fn gib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
+}
+
 fn mib_s(bytes: u64, secs: f64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64 / secs
 }
@@ -40,33 +43,48 @@ pub fn run(args: &Args) -> Result<()> {
     let path = dir.join(format!("rastore-demo-{}.ra", std::process::id()));
     println!(
         "array: float32 [{d0}, {d1}, {d2}] = {n} elements, {:.2} GiB -> {}",
-        nbytes as f64 / (1u64 << 30) as f64,
+        gib(nbytes),
         path.display()
     );
 
     let t = Instant::now();
-    let data: Vec<f32> = (0..n).map(value).collect();
-    let array = Array3::from_shape_vec((d0, d1, d2).f(), data)
-        .map_err(|e| rastore::ErrorKind::InvalidArgument(e.to_string()))?;
+    // SAFETY: the demo file is created here under a fresh name and nothing else knows
+    // it; it is not truncated or written elsewhere while mapped.
+    let mut out =
+        unsafe { MappedRaMut::create(&path, DType::F32, &[d0 as u64, d1 as u64, d2 as u64])? };
     let s = t.elapsed().as_secs_f64();
     println!(
-        "fill in RAM   {:>9.3} s  {:>8.0} MiB/s",
+        "create        {:>9.3} s  (header written, {:.2} GiB reserved with fallocate)",
+        s,
+        gib(nbytes)
+    );
+
+    let t = Instant::now();
+    out.par_fill(|offset, chunk: &mut [f32]| {
+        for (i, x) in chunk.iter_mut().enumerate() {
+            *x = value(offset + i);
+        }
+    })?;
+    let s = t.elapsed().as_secs_f64();
+    println!(
+        "fill          {:>9.3} s  {:>8.0} MiB/s  ({} rayon threads through the mapping)",
+        s,
+        mib_s(nbytes, s),
+        rayon::current_num_threads()
+    );
+
+    let t = Instant::now();
+    out.flush()?;
+    drop(out);
+    let s = t.elapsed().as_secs_f64();
+    println!(
+        "flush         {:>9.3} s  {:>8.0} MiB/s  (msync + fsync: on disk)",
         s,
         mib_s(nbytes, s)
     );
 
     let t = Instant::now();
-    rastore::write(&path, &array)?;
-    let s = t.elapsed().as_secs_f64();
-    println!(
-        "write         {:>9.3} s  {:>8.0} MiB/s  (atomic: temp file + rename)",
-        s,
-        mib_s(nbytes, s)
-    );
-    drop(array);
-
-    let t = Instant::now();
-    // SAFETY: the demo file was just written by this process and nothing else knows
+    // SAFETY: the demo file was just filled by this process and nothing else knows
     // its name; it is not modified while mapped.
     let file = unsafe { MappedRa::open(&path)? };
     let view = file.view_ix::<f32, rastore::ndarray::Ix3>()?;

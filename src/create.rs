@@ -1,0 +1,113 @@
+//! Creating a file at its full size, space reserved, ready to be filled in place
+//! (FORMAT.md section 8). No mapping here: `MappedRaMut` maps what this creates.
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use crate::dtype::DType;
+use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
+use crate::header::Header;
+use crate::owned::temp_path;
+
+/// How to create a preallocated file: trailer, and whether to replace an existing one.
+#[derive(Debug, Clone, Default)]
+pub struct CreateOptions {
+    metadata: Vec<u8>,
+    overwrite: bool,
+}
+
+impl CreateOptions {
+    /// Defaults: no trailer, refuse an existing path.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes to store after the data segment.
+    pub fn metadata(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.metadata = bytes.into();
+        self
+    }
+
+    /// Replace an existing file (by rename: a live mapping of it keeps its data).
+    pub fn overwrite(mut self, yes: bool) -> Self {
+        self.overwrite = yes;
+        self
+    }
+
+    /// Creates `path` holding a zeroed array of `dtype` and `dims`, with the whole size
+    /// reserved by `fallocate`, so a full disk is this error and never a `SIGBUS` on a
+    /// later page fault. The file is built under a temporary name and moved into place,
+    /// so on any error nothing is left behind and an existing file is untouched.
+    pub fn create_file(
+        &self,
+        path: impl AsRef<Path>,
+        dtype: DType,
+        dims: &[u64],
+    ) -> Result<Header> {
+        let path = path.as_ref();
+        let header = Header::new(dtype, dims).at(path)?;
+        let tmp = temp_path(path).at(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(io_at("create", &tmp))?;
+        let result = self.fill_and_place(&file, &header, &tmp, path);
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.map(|()| header)
+    }
+
+    fn fill_and_place(&self, file: &File, header: &Header, tmp: &Path, path: &Path) -> Result<()> {
+        let data_end = header.data_offset() + header.size();
+        let total = data_end
+            .checked_add(self.metadata.len() as u64)
+            .ok_or_else(|| {
+                Error::from(ErrorKind::TooLarge {
+                    what: "file bytes",
+                    value: u128::from(data_end) + self.metadata.len() as u128,
+                })
+                .at(path)
+            })?;
+        if total > 0 {
+            rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, total).map_err(
+                |e| {
+                    Error::from(ErrorKind::Io {
+                        op: "reserve space (fallocate)",
+                        source: e.into(),
+                    })
+                    .at(path)
+                },
+            )?;
+        }
+        file.write_all_at(&header.encode(), 0)
+            .map_err(io_at("write header", tmp))?;
+        file.write_all_at(&self.metadata, data_end)
+            .map_err(io_at("write metadata", tmp))?;
+        if self.overwrite {
+            fs::rename(tmp, path).map_err(io_at("rename", path))
+        } else {
+            // link() fails if `path` exists: an atomic refuse-to-clobber.
+            fs::hard_link(tmp, path).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    Error::from(ErrorKind::InvalidArgument(
+                        "file exists; pass overwrite to replace it".into(),
+                    ))
+                    .at(path)
+                } else {
+                    io_at("link", path)(e)
+                }
+            })?;
+            fs::remove_file(tmp).map_err(io_at("remove", tmp))
+        }
+    }
+}
+
+/// Creates a preallocated zeroed file with default options (see
+/// [`CreateOptions::create_file`]).
+pub fn create_file(path: impl AsRef<Path>, dtype: DType, dims: &[u64]) -> Result<Header> {
+    CreateOptions::new().create_file(path, dtype, dims)
+}
