@@ -329,12 +329,6 @@ impl MappedRaMut {
         self.map.flush().map_err(io_at("msync", &self.path))?;
         self.file.sync_all().map_err(io_at("fsync", &self.path))
     }
-
-    /// Hints that the mapping will be written front to back soon (`MADV_WILLNEED`).
-    pub fn advise_will_need(&self) {
-        #[cfg(unix)]
-        let _ = self.map.advise(memmap2::Advice::WillNeed);
-    }
 }
 
 impl std::fmt::Debug for MappedRaMut {
