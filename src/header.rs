@@ -309,7 +309,7 @@ impl Header {
     }
 
     /// The same header with other flags and size (for encoders).
-    pub(crate) fn with_storage(mut self, flags: u64, size: u64) -> Header {
+    pub fn with_storage(mut self, flags: u64, size: u64) -> Header {
         self.flags = Flags(flags);
         self.size = size;
         self

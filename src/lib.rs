@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod convert;
 mod create;
 mod dtype;
 mod error;
@@ -41,7 +42,11 @@ pub mod fill;
 mod header;
 mod layout;
 mod mapped;
+pub mod ndl;
+pub mod npy;
 mod owned;
+pub mod png_io;
+pub mod values;
 mod view;
 
 pub use create::{create_file, CreateOptions};
@@ -49,9 +54,10 @@ pub use dtype::{DType, Element, Kind};
 pub use error::{Error, ErrorKind, Result, ViewRefusal};
 pub use header::{header_len, Encoding, Flags, Header, FIXED_LEN, MAGIC};
 pub use layout::copy_to_fortran;
-pub use mapped::{MappedRa, MappedRaMut};
+pub use mapped::{MappedNpy, MappedRa, MappedRaMut};
 pub use owned::{
-    read, read_bool, read_from, read_raw, read_raw_from, write, write_to, RawData, WriteOptions,
+    read, read_bool, read_from, read_header_at, read_metadata, read_raw, read_raw_from,
+    replace_metadata, reshape, write, write_to, RawData, WriteOptions,
 };
 pub use view::{view_bytes, view_data, view_data_mut};
 

@@ -27,6 +27,7 @@ use crate::create::CreateOptions;
 use crate::dtype::{DType, Element};
 use crate::error::{io_at, ErrorKind, Result, ResultExt};
 use crate::header::{Header, FIXED_LEN};
+use crate::npy::NpyHeader;
 use crate::owned::read_header;
 use crate::view::{stored_data, trailer, view_data, view_data_mut};
 
@@ -286,6 +287,11 @@ impl MappedRaMut {
         view_data_mut(&self.view_header, &mut self.map).at(&self.path)
     }
 
+    /// The mapped data bytes (the whole data segment, or the slab's part of it).
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+
     /// A zero-copy read-only view of the mapped data.
     pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
         view_data(&self.view_header, &self.map).at(&self.path)
@@ -337,6 +343,90 @@ impl std::fmt::Debug for MappedRaMut {
             .field("path", &self.path)
             .field("header", &self.header)
             .field("slab", &self.slab)
+            .finish()
+    }
+}
+
+/// A NumPy `.npy` file mapped read-only: the same zero-copy views as [`MappedRa`],
+/// in C or Fortran order as the file says.
+pub struct MappedNpy {
+    map: Mmap,
+    header: NpyHeader,
+    data_len: u64,
+    path: PathBuf,
+}
+
+impl MappedNpy {
+    /// Maps `path` and parses its header.
+    ///
+    /// # Safety
+    ///
+    /// As for [`MappedRa::open`]: the file must not be modified or truncated while
+    /// the result or a view borrowed from it lives.
+    pub unsafe fn open(path: impl AsRef<Path>) -> Result<MappedNpy> {
+        let path = path.as_ref();
+        let mut file = File::open(path).map_err(io_at("open", path))?;
+        let len = file.metadata().map_err(io_at("stat", path))?.len();
+        let header = crate::npy::read_header(&mut file).at(path)?;
+        let (_, data_len) = header.data_len().at(path)?;
+        let end = header.data_offset.saturating_add(data_len);
+        if end > len {
+            return Err(crate::Error::from(ErrorKind::TruncatedData {
+                expected: end,
+                actual: len,
+            })
+            .at(path));
+        }
+        // SAFETY: the caller promises that the file is not modified or truncated while
+        // this mapping lives (this function's contract); the mapping is read-only.
+        let map = unsafe { Mmap::map(&file) }.map_err(io_at("mmap", path))?;
+        Ok(MappedNpy {
+            map,
+            header,
+            data_len,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The parsed header.
+    pub fn header(&self) -> &NpyHeader {
+        &self.header
+    }
+
+    /// The data bytes as stored.
+    pub fn data_bytes(&self) -> &[u8] {
+        let start = self.header.data_offset as usize;
+        &self.map[start..start + self.data_len as usize]
+    }
+
+    /// A zero-copy view: shape == the NPY shape, strides per `fortran_order`. Refused
+    /// for a mismatched type, big-endian data or misalignment.
+    pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
+        let descr = &self.header.descr;
+        let dtype = descr.dtype().at(&self.path)?;
+        let mut h = Header::new(dtype, &self.header.shape).at(&self.path)?;
+        if descr.big_endian() {
+            let size = h.size();
+            h = h.with_storage(crate::header::Flags::BIG_ENDIAN, size);
+        }
+        let v = view_data::<T>(&h, self.data_bytes()).at(&self.path)?;
+        if self.header.fortran_order {
+            return Ok(v);
+        }
+        // Same bytes, C order: view the reversed shape in Fortran order, then reverse.
+        let rev: Vec<u64> = self.header.shape.iter().rev().copied().collect();
+        let hr = h.reshaped(&rev).at(&self.path)?;
+        Ok(view_data::<T>(&hr, self.data_bytes())
+            .at(&self.path)?
+            .reversed_axes())
+    }
+}
+
+impl std::fmt::Debug for MappedNpy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedNpy")
+            .field("path", &self.path)
+            .field("header", &self.header)
             .finish()
     }
 }

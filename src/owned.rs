@@ -358,20 +358,50 @@ impl WriteOptions {
                 all.extend_from_slice(bytemuck::cast_slice(c));
                 Ok::<(), Error>(())
             })?;
-            let packed = codec::lz4_encode(&all);
-            if packed.len() < all.len() {
-                let h = header.with_storage(Flags::COMPRESSED, packed.len() as u64);
-                w.write_all(&h.encode()).map_err(wr)?;
-                w.write_all(&packed).map_err(wr)?;
-            } else {
-                w.write_all(&header.encode()).map_err(wr)?;
-                w.write_all(&all).map_err(wr)?;
-            }
+            return self.write_bytes_to(w, &header, &all);
+        }
+        w.write_all(&header.encode()).map_err(wr)?;
+        for_each_fortran_chunk(view, budget, &mut buf, &mut |c: &[T]| {
+            w.write_all(bytemuck::cast_slice(c)).map_err(wr)
+        })?;
+        w.write_all(&self.metadata).map_err(wr)?;
+        w.flush().map_err(wr)
+    }
+
+    /// Writes plain column-major `data` described by `header` (its dtype, dims and
+    /// byte-order flag; `data.len()` must be `header.nbytes()`) to `path` atomically.
+    pub fn write_bytes(&self, path: impl AsRef<Path>, header: &Header, data: &[u8]) -> Result<()> {
+        let path = path.as_ref();
+        atomic_write(path, self.durable, |w| self.write_bytes_to(w, header, data)).at(path)
+    }
+
+    /// [`write_bytes`](Self::write_bytes) to any writer.
+    pub fn write_bytes_to(&self, mut w: impl Write, header: &Header, data: &[u8]) -> Result<()> {
+        if data.len() as u64 != header.nbytes() || header.encoding() != Encoding::Raw {
+            return Err(ErrorKind::InvalidArgument(format!(
+                "{} plain data bytes for a header that needs {}",
+                data.len(),
+                header.nbytes()
+            ))
+            .into());
+        }
+        let wr = |e| Error::io("write", e);
+        let packed = if self.compress {
+            Some(codec::lz4_encode(data)).filter(|p| p.len() < data.len())
         } else {
-            w.write_all(&header.encode()).map_err(wr)?;
-            for_each_fortran_chunk(view, budget, &mut buf, &mut |c: &[T]| {
-                w.write_all(bytemuck::cast_slice(c)).map_err(wr)
-            })?;
+            None
+        };
+        match packed {
+            Some(p) => {
+                let flags = header.flags().0 | Flags::COMPRESSED;
+                let h = header.clone().with_storage(flags, p.len() as u64);
+                w.write_all(&h.encode()).map_err(wr)?;
+                w.write_all(&p).map_err(wr)?;
+            }
+            None => {
+                w.write_all(&header.encode()).map_err(wr)?;
+                w.write_all(data).map_err(wr)?;
+            }
         }
         w.write_all(&self.metadata).map_err(wr)?;
         w.flush().map_err(wr)
@@ -455,4 +485,85 @@ pub(crate) fn atomic_write(
             .map_err(io_at("fsync directory", dir))?;
     }
     Ok(())
+}
+
+/// Reads and validates only the header of `path`; returns it with the file's length.
+pub fn read_header_at(path: impl AsRef<Path>) -> Result<(Header, u64)> {
+    let path = path.as_ref();
+    let (mut f, len) = open_len(path)?;
+    let h = read_header(&mut f, Some(len)).at(path)?;
+    Ok((h, len))
+}
+
+/// Reads the metadata trailer of `path` (every byte after the data segment).
+pub fn read_metadata(path: impl AsRef<Path>) -> Result<Vec<u8>> {
+    let path = path.as_ref();
+    let (mut f, len) = open_len(path)?;
+    let h = read_header(&mut f, Some(len)).at(path)?;
+    let start = h.data_end(len);
+    let mut out = Vec::new();
+    io::Seek::seek(&mut f, io::SeekFrom::Start(start)).map_err(io_at("seek", path))?;
+    f.read_to_end(&mut out)
+        .map_err(io_at("read metadata", path))?;
+    Ok(out)
+}
+
+/// Copies `path`'s header (as `header`) and data segment, then `trailer`, into a new
+/// file renamed over `path`: the data bytes are untouched and a live mapping of the old
+/// file keeps its contents (no file is truncated in place).
+fn rewrite(path: &Path, header: &Header, trailer: &[u8]) -> Result<()> {
+    let (f, len) = open_len(path)?;
+    let old = read_header(&mut &f, Some(len)).at(path)?;
+    if old.encoding() == Encoding::Leb128 && !trailer.is_empty() {
+        return Err(ErrorKind::Unsupported(
+            "a LEB128 file's data runs to end of file: it cannot carry a trailer".into(),
+        )
+        .into());
+    }
+    let data_len = old.data_end(len) - old.data_offset();
+    atomic_write(path, false, |w| {
+        w.write_all(&header.encode())
+            .map_err(io_at("write", path))?;
+        let mut data = &f;
+        io::Seek::seek(&mut data, io::SeekFrom::Start(old.data_offset()))
+            .map_err(io_at("seek", path))?;
+        let copied = io::copy(&mut data.take(data_len), w).map_err(io_at("copy", path))?;
+        if copied != data_len {
+            return Err(ErrorKind::TruncatedData {
+                expected: old.data_offset() + data_len,
+                actual: old.data_offset() + copied,
+            }
+            .into());
+        }
+        w.write_all(trailer).map_err(io_at("write", path))
+    })
+    .at(path)
+}
+
+/// Replaces the metadata trailer of `path`, leaving header and data as they are.
+pub fn replace_metadata(path: impl AsRef<Path>, trailer: &[u8]) -> Result<()> {
+    let path = path.as_ref();
+    let (header, _) = read_header_at(path)?;
+    rewrite(path, &header, trailer)
+}
+
+/// Gives `path` new dims with the same element count. With the same number of dims
+/// the header is rewritten in place (same length, data untouched); otherwise the file
+/// is rewritten atomically with the trailer kept.
+pub fn reshape(path: impl AsRef<Path>, dims: &[u64]) -> Result<Header> {
+    let path = path.as_ref();
+    let (old, _) = read_header_at(path)?;
+    let new = old.reshaped(dims).at(path)?;
+    if new.ndims() == old.ndims() {
+        let f = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(io_at("open read-write", path))?;
+        std::os::unix::fs::FileExt::write_all_at(&f, &new.encode(), 0)
+            .map_err(io_at("write header", path))?;
+    } else {
+        let trailer = read_metadata(path)?;
+        rewrite(path, &new, &trailer)?;
+    }
+    Ok(new)
 }

@@ -1,9 +1,13 @@
 //! `ra`: the RawArray command-line tool. Argument parsing, printing and exit codes
 //! only; the work is done by the `rastore` library.
+//!
+//! Exit codes: 0 success, 1 bad data or a difference, 2 usage error.
 
+mod commands;
 mod demo;
+mod slice;
 
-use std::path::PathBuf;
+use std::io;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -21,59 +25,85 @@ enum Command {
     /// Write a large float32 array, map it back and compute over the view, timing each step.
     Demo(demo::Args),
     /// Create a zeroed file at full size, space reserved, ready to be filled in place.
-    Create(CreateArgs),
+    Create(commands::CreateArgs),
+    /// One line per file: type, dims, size, flags, trailer bytes.
+    Info(commands::InfoArgs),
+    /// The file as an NDL (Ndarray Data Language) YAML document.
+    Describe(commands::FileArg),
+    /// Print elements, one per line with its index, in file (column-major) order.
+    Cat(commands::CatArgs),
+    /// Validate files completely, decoding compressed data; one line per bad file.
+    Verify(commands::FilesArg),
+    /// Print the metadata trailer, or replace it with --set.
+    Meta(commands::MetaArgs),
+    /// Compare two files: header, then the first differing element and the largest |a - b|.
+    Diff(commands::DiffArgs),
+    /// Give a file new dims with the same element count.
+    Reshape(commands::ReshapeArgs),
+    /// Convert between .ra, .npy and .png by extension (also .ra → .ra).
+    Convert(commands::ConvertArgs),
 }
 
-#[derive(clap::Args)]
-struct CreateArgs {
-    /// The file to create.
-    file: PathBuf,
-    /// Element type: a name (float32, int16, complex64, user<12>) or a short code (f32, i16, c64).
-    #[arg(long)]
-    dtype: rastore::DType,
-    /// Dims, first fastest, comma-separated: 4096,4096,16 (empty for a 0-d scalar).
-    #[arg(long, value_delimiter = ',', num_args = 0..)]
-    shape: Vec<u64>,
-    /// Replace an existing file.
-    #[arg(long)]
-    overwrite: bool,
-    /// A file whose bytes become the metadata trailer.
-    #[arg(long)]
-    metadata: Option<PathBuf>,
+/// Why a command stopped.
+pub enum Fail {
+    /// Bad data, a failed operation or a difference: exit 1, with this message.
+    Data(String),
+    /// Several files reported already, some bad: exit 1, nothing more to say.
+    Reported,
+    /// Bad arguments: exit 2.
+    Usage(String),
+    /// stdout was closed (e.g. `ra cat | head`): stop quietly.
+    Pipe,
 }
 
-fn create(args: &CreateArgs) -> rastore::Result<()> {
-    let metadata = match &args.metadata {
-        Some(p) => std::fs::read(p).map_err(|source| {
-            rastore::Error::from(rastore::ErrorKind::Io { op: "read", source }).at(p)
-        })?,
-        None => Vec::new(),
-    };
-    let h = rastore::CreateOptions::new()
-        .overwrite(args.overwrite)
-        .metadata(metadata)
-        .create_file(&args.file, args.dtype, &args.shape)?;
-    println!(
-        "{}: {} {:?}, {} data bytes reserved",
-        args.file.display(),
-        h.dtype(),
-        h.dims(),
-        h.size()
-    );
-    Ok(())
+impl From<rastore::Error> for Fail {
+    fn from(e: rastore::Error) -> Self {
+        Fail::Data(e.to_string())
+    }
 }
+
+impl From<io::Error> for Fail {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            Fail::Pipe
+        } else {
+            Fail::Data(format!("output: {e}"))
+        }
+    }
+}
+
+/// What a command returns.
+pub type Outcome = Result<(), Fail>;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo(args) => demo::run(&args),
-        Command::Create(args) => create(&args),
+        Command::Demo(a) => demo::run(&a).map_err(Fail::from),
+        Command::Create(a) => commands::create(&a),
+        Command::Info(a) => commands::info(&a),
+        Command::Describe(a) => commands::describe(&a),
+        Command::Cat(a) => commands::cat(&a),
+        Command::Verify(a) => commands::verify(&a),
+        Command::Meta(a) => commands::meta(&a),
+        Command::Diff(a) => commands::diff(&a),
+        Command::Reshape(a) => commands::reshape(&a),
+        Command::Convert(a) => commands::convert(&a),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("ra: {e}");
+        Ok(()) | Err(Fail::Pipe) => ExitCode::SUCCESS,
+        Err(Fail::Reported) => ExitCode::from(1),
+        Err(Fail::Data(msg)) => {
+            eprintln!("ra: {}", one_line(&msg));
             ExitCode::from(1)
         }
+        Err(Fail::Usage(msg)) => {
+            eprintln!("ra: {}", one_line(&msg));
+            ExitCode::from(2)
+        }
     }
+}
+
+/// Messages are one line, whatever the error text holds.
+pub fn one_line(msg: &str) -> String {
+    msg.replace(['\n', '\r'], " ")
 }

@@ -1,0 +1,257 @@
+//! YAML descriptions in the Ndarray Data Language (NDL): a File entity with one
+//! ndarray (shape, type, attributes, storage), used both as `ra describe`'s output and
+//! as the metadata trailer rastore writes itself (FORMAT.md section 6).
+//!
+//! Trailers are untrusted input: only one that starts with `---\n`, is at most
+//! [`MAX_TRAILER_YAML`] bytes of UTF-8 and uses no aliases (which a loader would copy,
+//! the "billion laughs") is parsed as YAML; anything else is opaque bytes.
+
+use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::yaml::Hash;
+use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
+
+use crate::dtype::DType;
+use crate::header::{Encoding, Header};
+use crate::npy::{Descr, Field};
+
+/// Largest trailer parsed as YAML.
+pub const MAX_TRAILER_YAML: usize = 1 << 20;
+
+/// Most parser events accepted from a trailer.
+const MAX_EVENTS: usize = 100_000;
+
+fn s(text: &str) -> Yaml {
+    Yaml::String(text.to_string())
+}
+
+fn map(entries: Vec<(&str, Yaml)>) -> Yaml {
+    let mut h = Hash::new();
+    for (k, v) in entries {
+        h.insert(s(k), v);
+    }
+    Yaml::Hash(h)
+}
+
+fn int(v: u64) -> Yaml {
+    Yaml::Integer(i64::try_from(v).unwrap_or(i64::MAX))
+}
+
+/// Parses a trailer as an NDL YAML document, if it is one and is safe to load.
+pub fn parse_trailer(trailer: &[u8]) -> Option<Yaml> {
+    if !trailer.starts_with(b"---\n") || trailer.len() > MAX_TRAILER_YAML {
+        return None;
+    }
+    let text = std::str::from_utf8(trailer).ok()?;
+    let mut parser = Parser::new_from_str(text);
+    for _ in 0..MAX_EVENTS {
+        match parser.next_token() {
+            Ok((Event::StreamEnd, _)) => {
+                let doc = YamlLoader::load_from_str(text).ok()?.into_iter().next()?;
+                return doc.as_hash().is_some().then_some(doc);
+            }
+            Ok((Event::Alias(_), _)) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    }
+    None
+}
+
+/// The single ndarray entry of an NDL document, if it has one.
+fn ndarray_of(doc: &Yaml) -> Option<&Yaml> {
+    doc["ndarrays"].as_hash()?.values().next()
+}
+
+/// The NumPy descr recorded in a trailer written by `ra convert` (structured dtypes).
+pub fn numpy_descr(trailer: &[u8]) -> Option<Descr> {
+    let doc = parse_trailer(trailer)?;
+    let text = ndarray_of(&doc)?["type"]["numpy_descr"]
+        .as_str()?
+        .to_string();
+    Descr::parse(&text).ok()
+}
+
+/// The NDL type of a NumPy descr: a name for numbers, else a class map.
+fn descr_type(d: &Descr) -> Yaml {
+    match d {
+        Descr::Simple { kind, count, .. } => {
+            let dt = d.dtype().unwrap_or(DType::user(*count));
+            let base = match kind {
+                'S' => map(vec![("class", s("string")), ("size", int(*count))]),
+                'U' => map(vec![
+                    ("class", s("string")),
+                    ("charset", s("UTF-32")),
+                    ("size", int(count.saturating_mul(4))),
+                ]),
+                'V' => map(vec![("class", s("opaque")), ("size", int(*count))]),
+                _ => s(&dt.name()),
+            };
+            if d.big_endian() {
+                map(vec![("class", base), ("order", s("big"))])
+            } else {
+                base
+            }
+        }
+        Descr::Struct(fields) => compound(fields),
+    }
+}
+
+fn compound(fields: &[Field]) -> Yaml {
+    let mut offset = 0u64;
+    let members = fields
+        .iter()
+        .map(|f| {
+            let mut ty = descr_type(&f.descr);
+            if !f.shape.is_empty() {
+                ty = map(vec![
+                    ("class", s("array")),
+                    (
+                        "shape",
+                        Yaml::Array(f.shape.iter().map(|&d| int(d)).collect()),
+                    ),
+                    ("base", ty),
+                ]);
+            }
+            let m = map(vec![
+                ("name", s(&f.name)),
+                ("type", ty),
+                ("offset", int(offset)),
+            ]);
+            let n: u64 = f.shape.iter().product();
+            offset += n * f.descr.itemsize().unwrap_or(0);
+            m
+        })
+        .collect();
+    map(vec![
+        ("class", s("compound")),
+        ("size", int(offset)),
+        ("members", Yaml::Array(members)),
+    ])
+}
+
+/// The NDL document for a file with this header: shape, type (a compound for a
+/// structured `descr`), attributes and storage. `file` names the file (for
+/// `ra describe`); `attributes` are carried over from an NDL trailer.
+pub fn document(
+    file: Option<&str>,
+    header: &Header,
+    descr: Option<&Descr>,
+    attributes: Option<Yaml>,
+) -> Yaml {
+    let ty = match descr {
+        Some(d @ Descr::Struct(_))
+        | Some(
+            d @ Descr::Simple {
+                kind: 'S' | 'U' | 'V',
+                ..
+            },
+        ) => {
+            let mut t = descr_type(d);
+            if let Yaml::Hash(h) = &mut t {
+                h.insert(s("numpy_descr"), s(&d.to_python()));
+            }
+            t
+        }
+        _ => s(&header.dtype().name()),
+    };
+    let mut storage = vec![
+        ("format", s("RawArray")),
+        (
+            "endian",
+            s(if header.data_big_endian() {
+                "big"
+            } else {
+                "little"
+            }),
+        ),
+        ("order", s("column-major")),
+    ];
+    match header.encoding() {
+        Encoding::Lz4 => storage.push(("filter", Yaml::Array(vec![s("lz4")]))),
+        Encoding::Leb128 => storage.push(("filter", Yaml::Array(vec![s("leb128")]))),
+        Encoding::Bits => storage.push(("filter", Yaml::Array(vec![s("bits")]))),
+        Encoding::Raw => {}
+    }
+    storage.push(("data_offset", int(header.data_offset())));
+    storage.push(("size", int(header.size())));
+    let ndarray = map(vec![
+        (
+            "shape",
+            Yaml::Array(header.dims().iter().map(|&d| int(d)).collect()),
+        ),
+        ("type", ty),
+        (
+            "attributes",
+            attributes.unwrap_or_else(|| Yaml::Hash(Hash::new())),
+        ),
+        ("storage", map(storage)),
+    ]);
+    let mut top = Vec::new();
+    if let Some(f) = file {
+        top.push(("file", s(f)));
+    }
+    top.push(("ndarrays", map(vec![("data", ndarray)])));
+    map(top)
+}
+
+/// Renders a YAML document as text starting `---\n`.
+pub fn to_text(doc: &Yaml) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; an emitter error would be a bug in the tree.
+    if YamlEmitter::new(&mut out).dump(doc).is_err() {
+        out = "---\n".into();
+    }
+    out.push('\n');
+    out
+}
+
+/// `ra describe`: the NDL document for a file, merging what its trailer says (an NDL
+/// trailer's type and attributes; for an opaque trailer, its length).
+pub fn describe(file: &str, header: &Header, trailer: &[u8]) -> String {
+    let parsed = parse_trailer(trailer);
+    let nd = parsed.as_ref().and_then(ndarray_of);
+    let descr = nd
+        .and_then(|n| n["type"]["numpy_descr"].as_str())
+        .and_then(|t| Descr::parse(t).ok());
+    let attributes = match (nd, trailer.is_empty()) {
+        (Some(n), _) if n["attributes"].as_hash().is_some() => Some(n["attributes"].clone()),
+        (None, false) if parsed.is_some() => parsed.clone(),
+        (None, false) => Some(map(vec![(
+            "trailer",
+            map(vec![
+                ("bytes", int(trailer.len() as u64)),
+                ("format", s("opaque")),
+            ]),
+        )])),
+        _ => None,
+    };
+    to_text(&document(Some(file), header, descr.as_ref(), attributes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailers_with_aliases_or_not_yaml_are_opaque() {
+        assert!(parse_trailer(b"---\na: 1\n").is_some());
+        assert!(parse_trailer(b"a: 1\n").is_none());
+        assert!(parse_trailer(b"---\na: &x [1, 2]\nb: *x\n").is_none());
+        assert!(parse_trailer(b"---\n[unclosed\n").is_none());
+        assert!(parse_trailer(b"---\n\xff\n").is_none());
+    }
+
+    #[test]
+    fn compound_offsets_and_descr_survive() {
+        let d = Descr::parse("[('name', '|S10'), ('age', '<i4'), ('weight', '<f4')]").unwrap();
+        let h = Header::new(DType::user(18), &[3]).unwrap();
+        let text = to_text(&document(None, &h, Some(&d), None));
+        let back = numpy_descr(text.as_bytes()).unwrap();
+        assert_eq!(back, d);
+        let doc = parse_trailer(text.as_bytes()).unwrap();
+        let t = &doc["ndarrays"]["data"]["type"];
+        assert_eq!(t["class"].as_str(), Some("compound"));
+        assert_eq!(t["size"].as_i64(), Some(18));
+        assert_eq!(t["members"][2]["offset"].as_i64(), Some(14));
+        assert_eq!(t["members"][1]["type"].as_str(), Some("int32"));
+    }
+}

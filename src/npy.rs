@@ -1,0 +1,689 @@
+//! NumPy's `.npy` format: the header dict, parsed safely (no eval, a length cap as
+//! NumPy has, a depth cap, a clear error for every malformed dict), dtype strings and
+//! structured dtypes, and writing headers.
+//!
+//! Layout: `\x93NUMPY`, major, minor, header length (u16 for version 1, u32 for 2 and
+//! 3), the header (a Python dict literal padded with spaces and a newline), the data.
+
+use std::fmt::Write as _;
+
+use crate::dtype::{DType, Kind};
+use crate::error::{ErrorKind, Result};
+
+/// The first six bytes of every `.npy` file.
+pub const NPY_MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// NumPy's default `max_header_size`: longer headers are refused unread.
+pub const MAX_HEADER_LEN: usize = 10_000;
+
+/// Nesting allowed in the header literal (structured dtypes nest).
+const MAX_DEPTH: usize = 32;
+
+fn bad(detail: impl Into<String>) -> crate::Error {
+    ErrorKind::Decode {
+        codec: "npy",
+        detail: detail.into(),
+    }
+    .into()
+}
+
+/// A Python literal as it appears in an NPY header.
+#[derive(Debug, Clone, PartialEq)]
+enum Lit {
+    Str(String),
+    Int(u64),
+    Bool(bool),
+    None,
+    Seq(Vec<Lit>),
+    Dict(Vec<(Lit, Lit)>),
+}
+
+struct LitParser<'a> {
+    s: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> LitParser<'a> {
+    fn skip_ws(&mut self) {
+        while self.pos < self.s.len() && self.s[self.pos].is_ascii_whitespace() {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_ws();
+        self.s.get(self.pos).copied()
+    }
+
+    fn expect(&mut self, c: u8) -> Result<()> {
+        match self.peek() {
+            Some(x) if x == c => {
+                self.pos += 1;
+                Ok(())
+            }
+            other => Err(bad(format!(
+                "header: expected '{}' at byte {}, found {}",
+                c as char,
+                self.pos,
+                other.map_or("end".to_string(), |x| format!("'{}'", x.escape_ascii()))
+            ))),
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Lit> {
+        if depth > MAX_DEPTH {
+            return Err(bad(format!("header: nested deeper than {MAX_DEPTH}")));
+        }
+        match self.peek() {
+            Some(b'{') => {
+                self.pos += 1;
+                let mut items = Vec::new();
+                loop {
+                    if self.peek() == Some(b'}') {
+                        self.pos += 1;
+                        return Ok(Lit::Dict(items));
+                    }
+                    let k = self.value(depth + 1)?;
+                    self.expect(b':')?;
+                    let v = self.value(depth + 1)?;
+                    items.push((k, v));
+                    if self.peek() == Some(b',') {
+                        self.pos += 1;
+                    } else {
+                        self.expect(b'}')?;
+                        return Ok(Lit::Dict(items));
+                    }
+                }
+            }
+            Some(open @ (b'(' | b'[')) => {
+                self.pos += 1;
+                let close = if open == b'(' { b')' } else { b']' };
+                let mut items = Vec::new();
+                loop {
+                    if self.peek() == Some(close) {
+                        self.pos += 1;
+                        return Ok(Lit::Seq(items));
+                    }
+                    items.push(self.value(depth + 1)?);
+                    if self.peek() == Some(b',') {
+                        self.pos += 1;
+                    } else {
+                        self.expect(close)?;
+                        return Ok(Lit::Seq(items));
+                    }
+                }
+            }
+            Some(q @ (b'\'' | b'"')) => self.string(q),
+            Some(c) if c.is_ascii_digit() => {
+                let start = self.pos;
+                while self.pos < self.s.len() && self.s[self.pos].is_ascii_digit() {
+                    self.pos += 1;
+                }
+                // Python 2 wrote longs as 3L.
+                let digits = std::str::from_utf8(&self.s[start..self.pos]).unwrap_or("");
+                if self.s.get(self.pos) == Some(&b'L') {
+                    self.pos += 1;
+                }
+                digits
+                    .parse()
+                    .map(Lit::Int)
+                    .map_err(|_| bad(format!("header: integer {digits} out of range")))
+            }
+            Some(_) => {
+                for (word, lit) in [
+                    ("True", Lit::Bool(true)),
+                    ("False", Lit::Bool(false)),
+                    ("None", Lit::None),
+                ] {
+                    if self.s[self.pos..].starts_with(word.as_bytes()) {
+                        self.pos += word.len();
+                        return Ok(lit);
+                    }
+                }
+                Err(bad(format!(
+                    "header: unexpected input at byte {}",
+                    self.pos
+                )))
+            }
+            None => Err(bad("header: ends in the middle of a value")),
+        }
+    }
+
+    fn string(&mut self, quote: u8) -> Result<Lit> {
+        self.pos += 1;
+        let mut out = Vec::new();
+        while let Some(&c) = self.s.get(self.pos) {
+            self.pos += 1;
+            match c {
+                _ if c == quote => {
+                    return String::from_utf8(out)
+                        .map(Lit::Str)
+                        .map_err(|_| bad("header: string is not UTF-8"));
+                }
+                b'\\' => {
+                    let e = *self
+                        .s
+                        .get(self.pos)
+                        .ok_or_else(|| bad("header: unterminated string"))?;
+                    self.pos += 1;
+                    out.push(match e {
+                        b'n' => b'\n',
+                        b't' => b'\t',
+                        b'0' => 0,
+                        other => other,
+                    });
+                }
+                b'\n' => return Err(bad("header: newline inside a string")),
+                _ => out.push(c),
+            }
+        }
+        Err(bad("header: unterminated string"))
+    }
+}
+
+fn parse_literal(text: &str) -> Result<Lit> {
+    let mut p = LitParser {
+        s: text.as_bytes(),
+        pos: 0,
+    };
+    let v = p.value(0)?;
+    if p.peek().is_some() {
+        return Err(bad(format!(
+            "header: unexpected text after the dict at byte {}",
+            p.pos
+        )));
+    }
+    Ok(v)
+}
+
+/// A NumPy dtype: a simple type string or a structured list of fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Descr {
+    /// A type string such as `<f4`, `|b1`, `>i8`, `|S10`, `<U3`, `|V12`.
+    Simple {
+        /// The byte-order character (`<`, `>`, `|`, `=`).
+        order: char,
+        /// The kind character (`b`, `i`, `u`, `f`, `c`, `S`, `U`, `V`).
+        kind: char,
+        /// The number after the kind (bytes, or characters for `U`).
+        count: u64,
+    },
+    /// A structured dtype: named fields, packed in order.
+    Struct(Vec<Field>),
+}
+
+/// One field of a structured dtype.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// The field's name.
+    pub name: String,
+    /// Its type.
+    pub descr: Descr,
+    /// A sub-array shape (empty for a scalar field).
+    pub shape: Vec<u64>,
+}
+
+impl Descr {
+    /// Parses a type string (`<f4`) or a structured descr literal.
+    pub fn parse(text: &str) -> Result<Descr> {
+        Self::from_lit(&parse_literal(text)?, 0)
+    }
+
+    fn from_lit(lit: &Lit, depth: usize) -> Result<Descr> {
+        match lit {
+            Lit::Str(s) => Self::simple(s),
+            Lit::Seq(items) if depth < MAX_DEPTH => {
+                let fields = items
+                    .iter()
+                    .map(|item| Field::from_lit(item, depth + 1))
+                    .collect::<Result<Vec<_>>>()?;
+                if fields.is_empty() {
+                    return Err(bad("descr: a structured dtype needs at least one field"));
+                }
+                Ok(Descr::Struct(fields))
+            }
+            other => Err(bad(format!(
+                "descr: expected a type string or a list of fields, got {other:?}"
+            ))),
+        }
+    }
+
+    fn simple(s: &str) -> Result<Descr> {
+        let b = s.as_bytes();
+        let (order, rest) = match b.first() {
+            Some(&c @ (b'<' | b'>' | b'|' | b'=')) => (c as char, &s[1..]),
+            _ => ('|', s),
+        };
+        let mut chars = rest.chars();
+        let kind = chars
+            .next()
+            .ok_or_else(|| bad(format!("descr {s:?}: empty type string")))?;
+        let digits = chars.as_str();
+        let count: u64 = if digits.is_empty() && kind == 'b' {
+            1
+        } else {
+            digits
+                .parse()
+                .map_err(|_| bad(format!("descr {s:?}: no size after the kind")))?
+        };
+        let d = Descr::Simple { order, kind, count };
+        if !"biufcSUV".contains(kind) {
+            return Err(bad(format!(
+                "descr {s:?}: kind '{kind}' is not supported (objects and datetimes are not supported)"
+            )));
+        }
+        if d.itemsize()? == 0 {
+            return Err(bad(format!("descr {s:?}: zero-sized elements")));
+        }
+        Ok(d)
+    }
+
+    /// Bytes per element.
+    pub fn itemsize(&self) -> Result<u64> {
+        match self {
+            Descr::Simple {
+                kind: 'U', count, ..
+            } => count
+                .checked_mul(4)
+                .ok_or_else(|| bad("descr: itemsize overflows")),
+            Descr::Simple { count, .. } => Ok(*count),
+            Descr::Struct(fields) => fields.iter().try_fold(0u64, |acc, f| {
+                let n = f.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+                n.and_then(|n| n.checked_mul(f.descr.itemsize().ok()?))
+                    .and_then(|b| acc.checked_add(b))
+                    .ok_or_else(|| bad("descr: itemsize overflows"))
+            }),
+        }
+    }
+
+    /// The RawArray element type: numbers map to their types, `|b1` to Julia Bool,
+    /// everything else (strings, void, structured, datetimes) to `user<itemsize>`.
+    pub fn dtype(&self) -> Result<DType> {
+        let size = self.itemsize()?;
+        Ok(match self {
+            Descr::Simple { kind, count, .. } => {
+                let d = match kind {
+                    'b' if *count == 1 => DType::BOOL,
+                    'i' => DType {
+                        eltype: 1,
+                        elbyte: *count,
+                    },
+                    'u' => DType {
+                        eltype: 2,
+                        elbyte: *count,
+                    },
+                    'f' => DType {
+                        eltype: 3,
+                        elbyte: *count,
+                    },
+                    'c' => DType {
+                        eltype: 4,
+                        elbyte: *count,
+                    },
+                    _ => DType::user(size),
+                };
+                if d.kind() == Kind::Other {
+                    DType::user(size)
+                } else {
+                    d
+                }
+            }
+            Descr::Struct(_) => DType::user(size),
+        })
+    }
+
+    /// Whether the elements are numbers stored big-endian (and so need swapping).
+    pub fn big_endian(&self) -> bool {
+        let native_big = cfg!(target_endian = "big");
+        match self {
+            Descr::Simple { order: '>', .. } => true,
+            Descr::Simple { order: '=', .. } => native_big,
+            _ => false,
+        }
+    }
+
+    /// The descr as NumPy writes it in a header: `'<f4'` or `[('x', '<f4'), ...]`.
+    pub fn to_python(&self) -> String {
+        match self {
+            Descr::Simple { order, kind, count } => format!("'{order}{kind}{count}'"),
+            Descr::Struct(fields) => {
+                let parts: Vec<String> = fields.iter().map(Field::to_python).collect();
+                format!("[{}]", parts.join(", "))
+            }
+        }
+    }
+
+    /// The NumPy type string for a RawArray type in native byte order, if NumPy has one.
+    pub fn for_dtype(dtype: DType) -> Option<Descr> {
+        let order = if dtype.elbyte == 1 {
+            '|'
+        } else if cfg!(target_endian = "big") {
+            '>'
+        } else {
+            '<'
+        };
+        let kind = match dtype.kind() {
+            Kind::Bool => 'b',
+            Kind::Int if dtype.elbyte <= 8 => 'i',
+            Kind::UInt if dtype.elbyte <= 8 => 'u',
+            Kind::Float if dtype.elbyte <= 8 => 'f',
+            Kind::Complex if dtype.elbyte >= 8 => 'c',
+            Kind::User => 'V',
+            _ => return None,
+        };
+        let order = if kind == 'V' { '|' } else { order };
+        Some(Descr::Simple {
+            order,
+            kind,
+            count: dtype.elbyte,
+        })
+    }
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::from("'");
+    for c in s.chars() {
+        match c {
+            '\'' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            _ => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+fn shape_python(shape: &[u64]) -> String {
+    match shape {
+        [] => "()".into(),
+        [d] => format!("({d},)"),
+        _ => {
+            let parts: Vec<String> = shape.iter().map(u64::to_string).collect();
+            format!("({})", parts.join(", "))
+        }
+    }
+}
+
+impl Field {
+    fn from_lit(lit: &Lit, depth: usize) -> Result<Field> {
+        let Lit::Seq(parts) = lit else {
+            return Err(bad(format!("descr: a field must be a tuple, got {lit:?}")));
+        };
+        let name = match parts.first() {
+            Some(Lit::Str(n)) => n.clone(),
+            // (title, name) pairs: keep the name.
+            Some(Lit::Seq(tn)) if matches!(tn.get(1), Some(Lit::Str(_))) => match &tn[1] {
+                Lit::Str(n) => n.clone(),
+                _ => unreachable!("matched a string"),
+            },
+            _ => return Err(bad("descr: a field needs a name")),
+        };
+        let descr = Descr::from_lit(
+            parts
+                .get(1)
+                .ok_or_else(|| bad(format!("descr: field {name:?} has no type")))?,
+            depth,
+        )?;
+        let shape = match parts.get(2) {
+            None => Vec::new(),
+            Some(Lit::Int(n)) => vec![*n],
+            Some(Lit::Seq(dims)) => dims
+                .iter()
+                .map(|d| match d {
+                    Lit::Int(n) => Ok(*n),
+                    _ => Err(bad(format!("descr: field {name:?} has a bad shape"))),
+                })
+                .collect::<Result<_>>()?,
+            Some(_) => return Err(bad(format!("descr: field {name:?} has a bad shape"))),
+        };
+        if parts.len() > 3 {
+            return Err(bad(format!("descr: field {name:?} has extra items")));
+        }
+        Ok(Field { name, descr, shape })
+    }
+
+    fn to_python(&self) -> String {
+        let mut s = format!("({}, {}", quote(&self.name), self.descr.to_python());
+        if !self.shape.is_empty() {
+            let _ = write!(s, ", {}", shape_python(&self.shape));
+        }
+        s.push(')');
+        s
+    }
+}
+
+/// A parsed `.npy` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpyHeader {
+    /// Format version (major, minor).
+    pub version: (u8, u8),
+    /// The element type.
+    pub descr: Descr,
+    /// Whether the data is in Fortran (column-major) order.
+    pub fortran_order: bool,
+    /// The array's shape.
+    pub shape: Vec<u64>,
+    /// Where the data starts.
+    pub data_offset: u64,
+}
+
+impl NpyHeader {
+    /// Bytes needed to know the header's length: magic, version and length field.
+    pub const PREFIX_LEN: usize = 12;
+
+    /// From the first bytes of a file (at least [`PREFIX_LEN`](Self::PREFIX_LEN)):
+    /// the total header length, data offset included. Refuses a header longer than
+    /// [`MAX_HEADER_LEN`] before anything is read or allocated for it.
+    pub fn required_len(prefix: &[u8]) -> Result<usize> {
+        if prefix.len() < 10 || &prefix[..6] != NPY_MAGIC {
+            return Err(bad("not an NPY file (no \\x93NUMPY magic)"));
+        }
+        let (major, minor) = (prefix[6], prefix[7]);
+        let (start, len) = match major {
+            1 => (10, usize::from(u16::from_le_bytes([prefix[8], prefix[9]]))),
+            2 | 3 if prefix.len() >= 12 => (
+                12,
+                u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]) as usize,
+            ),
+            2 | 3 => return Err(bad("truncated NPY preamble")),
+            _ => {
+                return Err(bad(format!(
+                    "NPY version {major}.{minor} is not supported (1, 2 or 3)"
+                )))
+            }
+        };
+        if len > MAX_HEADER_LEN {
+            return Err(bad(format!(
+                "header of {len} bytes is longer than the {MAX_HEADER_LEN}-byte limit"
+            )));
+        }
+        Ok(start + len)
+    }
+
+    /// Parses a whole header (the file's first [`required_len`](Self::required_len)
+    /// bytes, or more).
+    pub fn parse(bytes: &[u8]) -> Result<NpyHeader> {
+        let total = Self::required_len(bytes)?;
+        let start = if bytes[6] == 1 { 10 } else { 12 };
+        let text = bytes.get(start..total).ok_or_else(|| {
+            bad(format!(
+                "truncated: header needs {total} bytes, {} present",
+                bytes.len()
+            ))
+        })?;
+        let text = std::str::from_utf8(text).map_err(|_| bad("header is not UTF-8 text"))?;
+        let Lit::Dict(items) = parse_literal(text.trim_end_matches(['\n', ' ', '\0']))? else {
+            return Err(bad("header is not a dict"));
+        };
+        let mut descr = None;
+        let mut fortran = None;
+        let mut shape = None;
+        for (k, v) in &items {
+            match (k, v) {
+                (Lit::Str(k), v) if k == "descr" => descr = Some(Descr::from_lit(v, 0)?),
+                (Lit::Str(k), Lit::Bool(b)) if k == "fortran_order" => fortran = Some(*b),
+                (Lit::Str(k), Lit::Seq(dims)) if k == "shape" => {
+                    shape = Some(
+                        dims.iter()
+                            .map(|d| match d {
+                                Lit::Int(n) => Ok(*n),
+                                other => Err(bad(format!("shape: {other:?} is not a length"))),
+                            })
+                            .collect::<Result<Vec<u64>>>()?,
+                    )
+                }
+                (k, v) => return Err(bad(format!("header: unexpected entry {k:?}: {v:?}"))),
+            }
+        }
+        let (Some(descr), Some(fortran_order), Some(shape)) = (descr, fortran, shape) else {
+            return Err(bad(
+                "header must hold exactly 'descr', 'fortran_order' and 'shape'",
+            ));
+        };
+        if items.len() != 3 {
+            return Err(bad(
+                "header must hold exactly 'descr', 'fortran_order' and 'shape'",
+            ));
+        }
+        Ok(NpyHeader {
+            version: (bytes[6], bytes[7]),
+            descr,
+            fortran_order,
+            shape,
+            data_offset: total as u64,
+        })
+    }
+
+    /// Element count and data bytes, checked for overflow.
+    pub fn data_len(&self) -> Result<(u64, u64)> {
+        let count = self
+            .shape
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| bad(format!("shape {:?} overflows", self.shape)))?;
+        let bytes = count
+            .checked_mul(self.descr.itemsize()?)
+            .ok_or_else(|| bad(format!("shape {:?} overflows", self.shape)))?;
+        Ok((count, bytes))
+    }
+
+    /// Encodes a header: version 1.0 when it fits, else 2.0 (3.0 for non-Latin-1
+    /// field names), padded with spaces so the data starts at a multiple of 64.
+    pub fn encode(descr: &Descr, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
+        let dict = format!(
+            "{{'descr': {}, 'fortran_order': {}, 'shape': {}, }}",
+            descr.to_python(),
+            if fortran_order { "True" } else { "False" },
+            shape_python(shape)
+        );
+        let latin1 = dict.chars().all(|c| (c as u32) < 256);
+        let (major, prefix) = if dict.len() + 11 <= 65535 && latin1 {
+            (1u8, 10usize)
+        } else {
+            (if latin1 { 2 } else { 3 }, 12)
+        };
+        let total = (prefix + dict.len() + 1).div_ceil(64) * 64;
+        let hlen = total - prefix;
+        let mut out = Vec::with_capacity(total);
+        out.extend_from_slice(NPY_MAGIC);
+        out.extend([major, 0]);
+        if major == 1 {
+            out.extend((hlen as u16).to_le_bytes());
+        } else {
+            out.extend((hlen as u32).to_le_bytes());
+        }
+        out.extend(dict.as_bytes());
+        out.resize(total - 1, b' ');
+        out.push(b'\n');
+        out
+    }
+}
+
+/// Reads and parses an NPY header from the start of `r`, reading no more than the
+/// header's own (capped) length.
+pub fn read_header(r: &mut impl std::io::Read) -> Result<NpyHeader> {
+    use std::io::Read as _;
+    let mut buf = vec![0u8; NpyHeader::PREFIX_LEN];
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(crate::Error::io("read", e)),
+        }
+    }
+    buf.truncate(got);
+    let total = NpyHeader::required_len(&buf)?;
+    if total > buf.len() {
+        let mut rest = Vec::new();
+        r.take((total - buf.len()) as u64)
+            .read_to_end(&mut rest)
+            .map_err(|e| crate::Error::io("read", e))?;
+        buf.extend(rest);
+    } else {
+        buf.truncate(total);
+    }
+    NpyHeader::parse(&buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_what_numpy_writes() {
+        let h = NpyHeader::encode(&Descr::parse("'<f4'").unwrap(), false, &[3, 4]);
+        assert_eq!(h.len() % 64, 0);
+        let p = NpyHeader::parse(&h).unwrap();
+        assert_eq!(p.shape, [3, 4]);
+        assert!(!p.fortran_order);
+        assert_eq!(p.descr.dtype().unwrap(), DType::F32);
+        assert_eq!(p.data_offset, h.len() as u64);
+        let dict = b"{'descr': '>i8', 'fortran_order': True, 'shape': (5,), }    \n";
+        let mut text = b"\x93NUMPY\x01\x00".to_vec();
+        text.extend((dict.len() as u16).to_le_bytes());
+        text.extend(dict);
+        let p = NpyHeader::parse(&text).unwrap();
+        assert!(p.descr.big_endian() && p.fortran_order);
+        assert_eq!(p.descr.dtype().unwrap(), DType::I64);
+    }
+
+    #[test]
+    fn structured_descr_round_trips() {
+        let text = "[('name', '|S10'), ('age', '<i4'), ('weight', '<f4'), ('xy', '<f8', (2,)), ('p', [('a', '|u1')])]";
+        let d = Descr::parse(text).unwrap();
+        assert_eq!(d.itemsize().unwrap(), 10 + 4 + 4 + 16 + 1);
+        assert_eq!(d.to_python(), text);
+        assert_eq!(d.dtype().unwrap(), DType::user(35));
+    }
+
+    #[test]
+    fn malformed_headers_are_errors() {
+        for text in [
+            "{'descr': '<f4', 'fortran_order': False}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}",
+            "{'descr': '<O8', 'fortran_order': False, 'shape': ()}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}",
+            "{'descr': '<f4' 'fortran_order': False, 'shape': ()}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': ()} trailing",
+            "__import__('os').system('true')",
+            "{'descr': [], 'fortran_order': False, 'shape': ()}",
+            "{'descr': '<f0', 'fortran_order': False, 'shape': ()}",
+        ] {
+            let mut h = Vec::from(&b"\x93NUMPY\x01\x00"[..]);
+            h.extend((text.len() as u16).to_le_bytes());
+            h.extend(text.as_bytes());
+            assert!(NpyHeader::parse(&h).is_err(), "{text}");
+        }
+        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert!(Descr::parse(&deep).is_err());
+        let mut long = Vec::from(&b"\x93NUMPY\x02\x00"[..]);
+        long.extend(1_000_000u32.to_le_bytes());
+        assert!(NpyHeader::required_len(&long).is_err());
+    }
+}
