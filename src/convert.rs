@@ -72,7 +72,7 @@ pub fn convert(input: &Path, output: &Path, compress: bool, progress: Progress) 
         (Format::Ra, Format::Npy) => ra_to_npy(input, output, progress).at(input),
         (Format::Png, Format::Ra) => png_to_ra(input, output, compress).at(input),
         (Format::Ra, Format::Png) => ra_to_png(input, output).at(input),
-        (Format::Ra, Format::Ra) => ra_to_ra(input, output, compress).at(input),
+        (Format::Ra, Format::Ra) => ra_to_ra(input, output, compress, progress).at(input),
         (a, b) => Err(ErrorKind::Unsupported(format!(
             "conversion from {a:?} to {b:?}: one side must be .ra"
         ))
@@ -310,7 +310,34 @@ fn ra_to_png(input: &Path, output: &Path) -> Result<()> {
     atomic_write(output, false, |w| png_io::encode(&raw.header, &raw.data, w))
 }
 
-fn ra_to_ra(input: &Path, output: &Path, compress: bool) -> Result<()> {
+fn ra_to_ra(input: &Path, output: &Path, compress: bool, progress: Progress) -> Result<()> {
+    let file = File::open(input).map_err(io_at("open", input))?;
+    let len = file.metadata().map_err(io_at("stat", input))?.len();
+    let h = read_header(&mut &file, Some(len))?;
+    if let (false, Encoding::Raw, Some(unit)) = (compress, h.encoding(), h.dtype().swap_unit()) {
+        // Plain to plain (byte-swapped to native): piece by piece, trailer kept.
+        let native = Header::new(h.dtype(), h.dims())?;
+        let unit = if h.native_endian() { 1 } else { unit };
+        let end = h.data_end(len);
+        return atomic_write(output, false, |w| {
+            w.write_all(&native.encode())
+                .map_err(io_at("write", output))?;
+            let mut buf = vec![0u8; PIECE.min((len - h.data_offset()) as usize)];
+            let mut pos = h.data_offset();
+            while pos < len {
+                let n = (len - pos).min(PIECE as u64) as usize;
+                file.read_exact_at(&mut buf[..n], pos)
+                    .map_err(io_at("read", input))?;
+                // Swap data bytes only: the trailer is the user's, copied verbatim.
+                let data_n = end.saturating_sub(pos).min(n as u64) as usize;
+                codec::swap_bytes(&mut buf[..data_n], unit);
+                w.write_all(&buf[..n]).map_err(io_at("write", output))?;
+                pos += n as u64;
+                progress(pos, len);
+            }
+            Ok(())
+        });
+    }
     let raw = decoded(input)?;
     WriteOptions::new()
         .compress(compress)
