@@ -1,9 +1,13 @@
 //! `ra demo`: the main job end to end, timed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rastore::{DType, MappedRa, MappedRaMut, Result};
+use std::io::Write;
+
+use rastore::{DType, MappedRa, MappedRaMut};
+
+use crate::{Fail, Outcome};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -16,6 +20,17 @@ pub struct Args {
     /// Keep the file afterwards instead of deleting it.
     #[arg(long)]
     keep: bool,
+}
+
+/// Removes the demo file when the demo ends, however it ends, unless `--keep`.
+struct Cleanup<'a>(&'a Path, bool);
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        if !self.1 {
+            let _ = std::fs::remove_file(self.0);
+        }
+    }
 }
 
 /// The value stored at column-major position `i`: cheap, and not constant.
@@ -31,7 +46,8 @@ fn mib_s(bytes: u64, secs: f64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64 / secs
 }
 
-pub fn run(args: &Args) -> Result<()> {
+pub fn run(args: &Args) -> Outcome {
+    let mut say = std::io::stdout().lock();
     let (d0, d1) = (1024usize, 1024usize);
     let bytes_per_plane = (d0 * d1 * 4) as f64;
     let d2 = ((args.gib * (1u64 << 30) as f64) / bytes_per_plane)
@@ -41,11 +57,13 @@ pub fn run(args: &Args) -> Result<()> {
     let nbytes = (n * 4) as u64;
     let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let path = dir.join(format!("rastore-demo-{}.ra", std::process::id()));
-    println!(
+    let _cleanup = Cleanup(&path, args.keep);
+    writeln!(
+        say,
         "array: float32 [{d0}, {d1}, {d2}] = {n} elements, {:.2} GiB -> {}",
         gib(nbytes),
         path.display()
-    );
+    )?;
 
     let t = Instant::now();
     // SAFETY: the demo file is created here under a fresh name and nothing else knows
@@ -53,11 +71,12 @@ pub fn run(args: &Args) -> Result<()> {
     let mut out =
         unsafe { MappedRaMut::create(&path, DType::F32, &[d0 as u64, d1 as u64, d2 as u64])? };
     let s = t.elapsed().as_secs_f64();
-    println!(
+    writeln!(
+        say,
         "create        {:>9.3} s  (header written, {:.2} GiB reserved with fallocate)",
         s,
         gib(nbytes)
-    );
+    )?;
 
     let t = Instant::now();
     out.par_fill(|offset, chunk: &mut [f32]| {
@@ -66,22 +85,24 @@ pub fn run(args: &Args) -> Result<()> {
         }
     })?;
     let s = t.elapsed().as_secs_f64();
-    println!(
+    writeln!(
+        say,
         "fill          {:>9.3} s  {:>8.0} MiB/s  ({} rayon threads through the mapping)",
         s,
         mib_s(nbytes, s),
         rayon::current_num_threads()
-    );
+    )?;
 
     let t = Instant::now();
     out.flush()?;
     drop(out);
     let s = t.elapsed().as_secs_f64();
-    println!(
+    writeln!(
+        say,
         "flush         {:>9.3} s  {:>8.0} MiB/s  (msync + fsync: on disk)",
         s,
         mib_s(nbytes, s)
-    );
+    )?;
 
     let t = Instant::now();
     // SAFETY: the demo file was just filled by this process and nothing else knows
@@ -89,59 +110,54 @@ pub fn run(args: &Args) -> Result<()> {
     let file = unsafe { MappedRa::open(&path)? };
     let view = file.view_ix::<f32, rastore::ndarray::Ix3>()?;
     let open_us = t.elapsed().as_secs_f64() * 1e6;
-    println!(
+    writeln!(
+        say,
         "open + view   {:>9.1} µs  (header checked in place, shape {:?}, {} bytes of trailer)",
         open_us,
         view.shape(),
         file.metadata().len()
-    );
+    )?;
 
     file.advise_sequential();
     let t = Instant::now();
     let (sum, max) = sum_max(view.as_slice_memory_order().unwrap_or(&[]));
     let s = t.elapsed().as_secs_f64();
-    println!(
+    writeln!(say,
         "sum, max      {:>9.3} s  {:>8.0} MiB/s  (first touch: pages come from the page cache or disk)",
         s,
         mib_s(nbytes, s)
-    );
+    )?;
     let t = Instant::now();
     let (sum2, _) = sum_max(view.as_slice_memory_order().unwrap_or(&[]));
     let s = t.elapsed().as_secs_f64();
-    println!(
+    writeln!(
+        say,
         "sum again     {:>9.3} s  {:>8.0} MiB/s  (pages already mapped)",
         s,
         mib_s(nbytes, s)
-    );
+    )?;
 
     let expected: f64 = (0..n).map(|i| f64::from(value(i))).sum();
     let corner = view[[d0 - 1, d1 - 1, d2 - 1]];
-    println!(
+    writeln!(
+        say,
         "sum = {sum:.0} (expected {expected:.0}), max = {max}, v[{}, {}, {}] = {corner}",
         d0 - 1,
         d1 - 1,
         d2 - 1
-    );
+    )?;
     let ok = sum == expected && sum2 == sum && max == value(1023) && corner == value(n - 1);
     drop(file);
-    if !args.keep {
-        std::fs::remove_file(&path).map_err(|source| {
-            rastore::Error::from(rastore::ErrorKind::Io {
-                op: "remove",
-                source,
-            })
-            .at(&path)
-        })?;
-    }
     if ok {
-        println!("ok: values read through the mapping match what was written");
+        writeln!(
+            say,
+            "ok: values read through the mapping match what was written"
+        )?;
         Ok(())
     } else {
-        Err(rastore::ErrorKind::Decode {
-            codec: "demo",
-            detail: "values read back differ from those written".into(),
-        }
-        .into())
+        Err(Fail::Data(
+            "values read back differ from those written".into(),
+        ))
     }
 }
 

@@ -78,7 +78,7 @@ pub type Outcome = Result<(), Fail>;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo(a) => demo::run(&a).map_err(Fail::from),
+        Command::Demo(a) => demo::run(&a),
         Command::Create(a) => commands::create(&a),
         Command::Info(a) => commands::info(&a),
         Command::Describe(a) => commands::describe(&a),
