@@ -39,6 +39,8 @@ mod create;
 mod dtype;
 mod error;
 pub mod fill;
+#[doc(hidden)]
+pub mod fuzzing;
 mod header;
 mod layout;
 mod mapped;
@@ -56,8 +58,8 @@ pub use header::{header_len, Encoding, Flags, Header, FIXED_LEN, MAGIC};
 pub use layout::copy_to_fortran;
 pub use mapped::{MappedNpy, MappedRa, MappedRaMut};
 pub use owned::{
-    read, read_bool, read_from, read_header_at, read_metadata, read_raw, read_raw_from,
-    replace_metadata, reshape, write, write_to, RawData, WriteOptions,
+    read, read_bool, read_bool_from, read_from, read_header_at, read_metadata, read_raw,
+    read_raw_from, replace_metadata, reshape, write, write_to, RawData, WriteOptions,
 };
 pub use view::{view_bytes, view_data, view_data_mut};
 

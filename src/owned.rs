@@ -22,9 +22,10 @@ use crate::view::shape_usize;
 /// Bytes per piece when a non-Fortran array is reordered on its way to the writer.
 const WRITE_CHUNK_BYTES: usize = 4 << 20;
 
-/// Largest first allocation when the stream's length is unknown; it grows as data
-/// actually arrives, so a lying header cannot make us allocate what is not there.
-const UNTRUSTED_STEP_BYTES: usize = 16 << 20;
+/// First allocation when the stream's length is unknown; it then doubles as data
+/// actually arrives, so a lying header cannot make us allocate much more than is there
+/// (at most about three times what was read, during a reallocation, plus this).
+const UNTRUSTED_STEP_BYTES: usize = 64 << 10;
 
 /// A file's contents decoded to plain bytes: data in native byte order where the
 /// element layout is known (else as stored), uncompressed and unpacked.
@@ -256,6 +257,11 @@ pub fn read_bool(path: impl AsRef<Path>) -> Result<ArrayD<bool>> {
     let path = path.as_ref();
     let (mut f, len) = open_len(path)?;
     read_bool_impl(&mut f, Some(len)).at(path)
+}
+
+/// [`read_bool`] from any reader.
+pub fn read_bool_from(mut r: impl Read) -> Result<ArrayD<bool>> {
+    read_bool_impl(&mut r, None)
 }
 
 fn read_raw_impl(r: &mut impl Read, file_len: Option<u64>) -> Result<RawData> {

@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod conformance;
+mod malformed;
 mod npy;
 mod roundtrip;
 mod validation;

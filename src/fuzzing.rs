@@ -1,0 +1,301 @@
+//! Fuzz target bodies, shared by the cargo-fuzz targets in `fuzz/` (nightly) and by
+//! the corpus-replay test in `tests/fuzz_replay.rs` (stable), so that a regression is
+//! caught without nightly.
+//!
+//! Every target asserts what must hold for *any* input: no panic (the fuzzer catches
+//! those), and, where the binary installs [`CountingAlloc`], no allocation peak beyond
+//! what the input legitimately describes: its own length plus, once the header has been
+//! validated, the decoded size it declares.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use arbitrary::{Arbitrary, Unstructured};
+
+use crate::dtype::DType;
+use crate::header::{Encoding, Header, MAGIC};
+use crate::npy::NpyHeader;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+/// A global allocator that records the peak of live heap bytes. Install it with
+/// `#[global_allocator] static A: CountingAlloc = CountingAlloc;` in a fuzz or test
+/// binary; the targets then check their peak.
+pub struct CountingAlloc;
+
+// SAFETY: every method forwards to the system allocator with the caller's arguments;
+// the counters are plain atomics and never affect the memory handed out.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        COUNTING.store(true, Ordering::Relaxed);
+        let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: forwarded unchanged; `ptr` came from `alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+/// Runs `f` and returns the peak of heap bytes allocated during it (above what was
+/// live before), or `None` when no [`CountingAlloc`] is installed.
+fn peak_during(f: impl FnOnce()) -> Option<usize> {
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    f();
+    COUNTING
+        .load(Ordering::Relaxed)
+        .then(|| PEAK.load(Ordering::Relaxed).saturating_sub(base))
+}
+
+/// Slack for small bookkeeping allocations (dims, error messages, buffers of readers).
+const SLACK: usize = 128 << 10;
+
+/// What decoding `file` may legitimately allocate: the decoded data its validated
+/// header declares (bools unpacked: one byte each).
+fn declared(file: &[u8]) -> usize {
+    match Header::parse(file) {
+        Ok(h) => {
+            let count = usize::try_from(h.count()).unwrap_or(usize::MAX);
+            let bytes = usize::try_from(h.nbytes()).unwrap_or(usize::MAX);
+            // A Bool read holds the bytes and the bools; a BitArray words and bools.
+            bytes.saturating_add(count).saturating_mul(2)
+        }
+        Err(_) => 0,
+    }
+}
+
+/// Checks a peak against `factor` × the input's length (plus what a valid header
+/// declares, plus slack). Readers get factor 2 (the data and its trailer may both be
+/// copied out); decoders and the YAML loader get their documented expansion.
+fn check_peak(what: &str, file: &[u8], peak: Option<usize>, factor: usize) {
+    if let Some(p) = peak {
+        let allowed = file
+            .len()
+            .saturating_mul(factor)
+            .saturating_add(declared(file))
+            .saturating_add(SLACK);
+        assert!(
+            p <= allowed,
+            "{what}: allocated {p} bytes for a {}-byte input (allowed {allowed})",
+            file.len()
+        );
+    }
+}
+
+/// Header parse and validation from bytes; a valid header re-encodes to its own bytes.
+pub fn header(data: &[u8]) {
+    let peak = peak_during(|| {
+        if let Ok(h) = Header::parse(data) {
+            let enc = h.encode();
+            assert_eq!(&data[..enc.len()], &enc[..], "encode(parse(x)) == x");
+            assert_eq!(h.data_offset() as usize, enc.len());
+            assert!(h.data_end(data.len() as u64) <= data.len() as u64);
+        }
+    });
+    check_peak("header", data, peak, 2);
+}
+
+/// A whole file image through every reader: parse, view, owned read, raw read, bools.
+/// When a view succeeds every element is read, and writing it back reproduces the
+/// data bytes.
+pub fn file(data: &[u8]) {
+    let peak = peak_during(|| file_inner(data));
+    // The streaming reader does not know the length: its buffer doubles as data arrives,
+    // and a reallocation briefly holds old and new.
+    check_peak("file", data, peak, 3);
+}
+
+fn file_inner(data: &[u8]) {
+    let parsed = Header::parse(data);
+    let raw = crate::read_raw_from(data);
+    let h = match parsed {
+        Ok(h) => h,
+        Err(_) => {
+            assert!(
+                raw.is_err(),
+                "the streaming reader accepts what the parser refuses"
+            );
+            return;
+        }
+    };
+    if h.encoding() == Encoding::Raw {
+        let raw = raw.expect("plain data of a valid header always reads");
+        assert_eq!(raw.data.len() as u64, h.nbytes());
+        let start = h.data_offset() as usize;
+        assert_eq!(raw.metadata, &data[start + h.size() as usize..]);
+    }
+    let _ = crate::read_bool_from(data);
+    match h.dtype().elbyte {
+        1 => view_round_trip::<[u8; 1]>(&h, data),
+        2 => view_round_trip::<[u8; 2]>(&h, data),
+        4 => view_round_trip::<[u8; 4]>(&h, data),
+        8 => view_round_trip::<[u8; 8]>(&h, data),
+        16 => view_round_trip::<[u8; 16]>(&h, data),
+        _ => {}
+    }
+    match h.dtype() {
+        DType::F32 => drop(crate::read_from::<f32>(data)),
+        DType::I64 => drop(crate::read_from::<i64>(data)),
+        DType::U8 => drop(crate::read_from::<u8>(data)),
+        _ => {}
+    }
+}
+
+/// Views the data as raw `N`-byte elements (any type, as bytes) and writes it back.
+fn view_round_trip<E: crate::Element>(h: &Header, data: &[u8]) {
+    // Raw byte elements match eltype 0; relabel the header so the view applies to the
+    // data of any type.
+    let Ok(as_bytes) = Header::new(DType::user(h.dtype().elbyte), h.dims()) else {
+        return;
+    };
+    let relabeled = as_bytes.with_storage(h.flags().0, h.size());
+    let start = h.data_offset() as usize;
+    let end = h.data_end(data.len() as u64) as usize;
+    let Ok(v) = crate::view_data::<E>(&relabeled, &data[start..end]) else {
+        return;
+    };
+    assert_eq!(v.len() as u64, h.count());
+    let mut out = Vec::new();
+    crate::write_to(&mut out, &v).expect("writing to a Vec cannot fail");
+    assert_eq!(
+        &out[out.len() - h.size() as usize..],
+        &data[start..start + h.size() as usize]
+    );
+}
+
+/// The NPY header parser; what parses re-encodes and parses to the same header.
+pub fn npy_header(data: &[u8]) {
+    let peak = peak_during(|| {
+        if let Ok(h) = NpyHeader::parse(data) {
+            let enc = NpyHeader::encode(&h.descr, h.fortran_order, &h.shape);
+            let back = NpyHeader::parse(&enc).expect("our own header parses");
+            assert_eq!(
+                (back.descr, back.fortran_order, back.shape),
+                (h.descr, h.fortran_order, h.shape)
+            );
+        }
+    });
+    check_peak("npy_header", data, peak, 2);
+}
+
+/// LZ4 and LEB128 decoding against a claimed size taken from the input, and an LZ4
+/// round trip of the input itself.
+pub fn codecs(data: &[u8]) {
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let Some((claim, payload)) = rest.split_first_chunk::<4>() else {
+        return;
+    };
+    let claimed = u32::from_le_bytes(*claim) as u64 & 0x00ff_ffff;
+    let peak = peak_during(|| {
+        if sel & 1 == 0 {
+            if crate::codec::lz4_check_ratio(payload.len() as u64, claimed).is_ok() {
+                let mut out = vec![0u8; claimed as usize];
+                let _ = crate::codec::lz4_decode(payload, &mut out);
+            }
+            let packed = crate::codec::lz4_encode(payload);
+            let mut back = vec![0u8; payload.len()];
+            crate::codec::lz4_decode(&packed, &mut back).expect("LZ4 round trip");
+            assert_eq!(back, payload);
+        } else {
+            let dtype = [
+                DType::I8,
+                DType::U16,
+                DType::I32,
+                DType::U64,
+                DType::I128,
+                DType::BOOL,
+            ][(sel as usize >> 1) % 6];
+            let count = (claimed as usize).min(payload.len());
+            let mut out = vec![0u8; count * dtype.elbyte as usize];
+            let _ = crate::codec::leb128_decode(payload, dtype, &mut out);
+        }
+    });
+    // LZ4 may expand 255×, LEB128 16× (one byte per 16-byte value).
+    check_peak("codecs", data, peak, 258);
+}
+
+/// `ra describe` over an arbitrary trailer: never panics, and prints YAML.
+pub fn describe(data: &[u8]) {
+    let Ok(h) = Header::new(DType::F32, &[2, 3]) else {
+        return;
+    };
+    let peak = peak_during(|| {
+        let text = crate::ndl::describe("fuzz.ra", &h, data);
+        let docs = yaml_rust2::YamlLoader::load_from_str(&text).expect("describe prints YAML");
+        assert_eq!(docs.len(), 1);
+    });
+    // A YAML tree costs a few dozen bytes per input byte.
+    check_peak("describe", data, peak, 64);
+}
+
+/// A near-valid RawArray: fields chosen to get past the magic and, mostly, past
+/// validation, so the fuzzer spends its time in the readers.
+#[derive(Debug, Clone)]
+pub struct NearValid {
+    /// The file image built from the fields.
+    pub bytes: Vec<u8>,
+}
+
+impl<'a> Arbitrary<'a> for NearValid {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let big = u.ratio(1, 8)?;
+        let flags: u64 = *u.choose(&[0, 0, 0, 1, 2, 4, 6, 3, 8])?;
+        let (eltype, elbyte): (u64, u64) = *u.choose(&[
+            (1, 4),
+            (2, 1),
+            (3, 4),
+            (3, 8),
+            (4, 8),
+            (5, 1),
+            (5, 2),
+            (5, 8),
+            (0, 3),
+            (1, 16),
+            (6, 2),
+        ])?;
+        let ndims = u.int_in_range(0..=4u64)?;
+        let dims: Vec<u64> = (0..ndims)
+            .map(|_| u.int_in_range(0..=9u64))
+            .collect::<arbitrary::Result<_>>()?;
+        let count: u64 = dims.iter().product();
+        let honest = match (flags & 4 != 0, flags & 2 != 0) {
+            (true, _) => 8 * count.div_ceil(64),
+            _ => count * elbyte,
+        };
+        let size = if u.ratio(1, 6)? {
+            u.int_in_range(0..=honest + 64)?
+        } else {
+            honest
+        };
+        let body: &[u8] = u.bytes(u.len().min(size as usize + 32))?;
+        let mut bytes: Vec<u8> = [MAGIC, flags, eltype, elbyte, size, ndims]
+            .iter()
+            .chain(&dims)
+            .flat_map(|w| {
+                if big {
+                    w.to_be_bytes()
+                } else {
+                    w.to_le_bytes()
+                }
+            })
+            .collect();
+        bytes.extend_from_slice(body);
+        Ok(NearValid { bytes })
+    }
+}
+
+/// The structure-aware target: a near-valid image through [`file`].
+pub fn structured(data: &[u8]) {
+    if let Ok(nv) = NearValid::arbitrary_take_rest(Unstructured::new(data)) {
+        file(&nv.bytes);
+    }
+}
