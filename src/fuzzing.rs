@@ -237,6 +237,22 @@ pub fn describe(data: &[u8]) {
     check_peak("describe", data, peak, 64);
 }
 
+/// A file image: header words in either byte order, then `body`.
+pub fn image(words: &[u64], body: &[u8], big: bool) -> Vec<u8> {
+    let mut b: Vec<u8> = words
+        .iter()
+        .flat_map(|w| {
+            if big {
+                w.to_be_bytes()
+            } else {
+                w.to_le_bytes()
+            }
+        })
+        .collect();
+    b.extend_from_slice(body);
+    b
+}
+
 /// A near-valid RawArray: fields chosen to get past the magic and, mostly, past
 /// validation, so the fuzzer spends its time in the readers.
 #[derive(Debug, Clone)]
@@ -277,19 +293,13 @@ impl<'a> Arbitrary<'a> for NearValid {
             honest
         };
         let body: &[u8] = u.bytes(u.len().min(size as usize + 32))?;
-        let mut bytes: Vec<u8> = [MAGIC, flags, eltype, elbyte, size, ndims]
-            .iter()
-            .chain(&dims)
-            .flat_map(|w| {
-                if big {
-                    w.to_be_bytes()
-                } else {
-                    w.to_le_bytes()
-                }
-            })
+        let words: Vec<u64> = [MAGIC, flags, eltype, elbyte, size, ndims]
+            .into_iter()
+            .chain(dims)
             .collect();
-        bytes.extend_from_slice(body);
-        Ok(NearValid { bytes })
+        Ok(NearValid {
+            bytes: image(&words, body, big),
+        })
     }
 }
 

@@ -22,12 +22,12 @@ pub fn conformance_dir() -> Option<PathBuf> {
 
 /// Little-endian bytes of u64 words: a hand-built header.
 pub fn words(ws: &[u64]) -> Vec<u8> {
-    ws.iter().flat_map(|w| w.to_le_bytes()).collect()
+    rastore::fuzzing::image(ws, &[], false)
 }
 
 /// Big-endian bytes of u64 words.
 pub fn words_be(ws: &[u64]) -> Vec<u8> {
-    ws.iter().flat_map(|w| w.to_be_bytes()).collect()
+    rastore::fuzzing::image(ws, &[], true)
 }
 
 pub const MAGIC: u64 = rastore::MAGIC;

@@ -2,6 +2,7 @@
 //! the boundaries around them, in both byte orders, with and without a trailer, each
 //! through the library and through `ra info` and `ra verify`.
 
+use rastore::fuzzing::image;
 use rastore::{ErrorKind, Header};
 
 use crate::cli::ra;
@@ -36,21 +37,6 @@ fn kind_matches(want: Want, k: &ErrorKind) -> bool {
             | (Want::Flags, ErrorKind::UnsupportedFlags { .. })
             | (Want::BadData, ErrorKind::Decode { .. })
     )
-}
-
-fn image(fields: &[u64], body: &[u8], big: bool) -> Vec<u8> {
-    let mut b: Vec<u8> = fields
-        .iter()
-        .flat_map(|w| {
-            if big {
-                w.to_be_bytes()
-            } else {
-                w.to_le_bytes()
-            }
-        })
-        .collect();
-    b.extend_from_slice(body);
-    b
 }
 
 /// `(name, bytes, expected)`: header words, then data, in both byte orders.
