@@ -408,8 +408,9 @@ fn bench_b5(c: &mut Criterion) {
     let dir = disk_dir();
     let n = 4096;
     let c_order = Array2::from_shape_fn((n, n), |(i, j)| (i * n + j) as f32);
-    let f_order = c_order.t().to_owned().reversed_axes();
-    assert!(f_order.t().is_standard_layout());
+    let mut f_order = Array2::<f32>::zeros((n, n).f());
+    f_order.assign(&c_order);
+    assert!(f_order.t().is_standard_layout() && f_order == c_order);
     let bytes: Vec<u8> = bytemuck::cast_slice(c_order.as_slice().expect("contiguous")).to_vec();
     let mut g = c.benchmark_group("b5_write_64MiB");
     tune(&mut g);

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Print criterion's medians as a Markdown table, with ratios to a baseline.
 
-Usage: scripts/bench_table.py GROUP [BASELINE_BENCH]
+Usage: scripts/bench_table.py GROUP [BASELINE]
 Reads target/criterion/GROUP/*/new/{estimates,benchmark}.json (criterion's own output).
+Benchmarks named CASE/METHOD are compared with BASELINE as a method of the same case;
+others with the benchmark named BASELINE. The ratio is baseline time / this time
+(above 1: faster than the baseline).
 """
 import json
 import pathlib
@@ -41,10 +44,12 @@ def main():
     rows = load(group)
     if not rows:
         sys.exit(f"no criterion results for {group!r} under target/criterion")
-    base_s = next((r["median_s"] for r in rows if r["name"] == base), None)
-    print(f"| {group} | median | 95% CI of median | GiB/s | ratio to {base or '-'} (speed) |")
+    by_name = {r["name"]: r["median_s"] for r in rows}
+    print(f"| {group} | median | 95% CI of median | GiB/s | speed vs {base or '-'} |")
     print("|---|---|---|---|---|")
     for r in rows:
+        case = r["name"].rpartition("/")[0]
+        base_s = by_name.get(f"{case}/{base}" if case else base)
         gibs = f"{r['bytes'] / r['median_s'] / 2**30:.2f}" if r["bytes"] else "-"
         ratio = f"{base_s / r['median_s']:.2f}" if base_s else "-"
         ci = f"{fmt_time(r['lo_s'])} – {fmt_time(r['hi_s'])}"

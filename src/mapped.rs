@@ -28,7 +28,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{io_at, ErrorKind, Result, ResultExt};
 use crate::header::{Header, FIXED_LEN};
 use crate::npy::NpyHeader;
-use crate::owned::read_header;
+use crate::owned::{read_header, read_header_at_start};
 use crate::view::{stored_data, trailer, view_data, view_data_mut};
 
 /// A RawArray file mapped read-only, its header validated.
@@ -63,10 +63,19 @@ impl MappedRa {
         if len < FIXED_LEN as u64 {
             return Err(crate::Error::from(ErrorKind::Truncated { len }).at(path));
         }
+        // The header is read with one pread rather than through the mapping: touching
+        // the mapping would fault in (and fault around) pages nobody asked for yet.
+        let header = read_header_at_start(&file, len).at(path)?;
         // SAFETY: the caller promises that the file is not modified or truncated while
         // this mapping lives (this function's contract); the mapping is read-only.
         let map = unsafe { Mmap::map(&file) }.map_err(io_at("mmap", path))?;
-        let header = Header::parse(&map).at(path)?;
+        if map.len() as u64 != len {
+            return Err(crate::Error::from(ErrorKind::TruncatedData {
+                expected: len,
+                actual: map.len() as u64,
+            })
+            .at(path));
+        }
         Ok(MappedRa {
             map,
             header,

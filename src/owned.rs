@@ -19,6 +19,9 @@ use crate::header::{Encoding, Flags, Header, FIXED_LEN};
 use crate::layout::for_each_fortran_chunk;
 use crate::view::shape_usize;
 
+/// Files up to this size are read with a single `read` and decoded from memory.
+const SMALL_FILE_BYTES: u64 = 64 << 10;
+
 /// Bytes per piece when a non-Fortran array is reordered on its way to the writer.
 const WRITE_CHUNK_BYTES: usize = 4 << 20;
 
@@ -59,6 +62,27 @@ pub(crate) fn read_header(r: &mut impl Read, file_len: Option<u64>) -> Result<He
         .read_to_end(&mut buf)
         .map_err(|e| Error::io("read header", e))?;
     Header::parse_prefix(&buf, len)
+}
+
+/// Reads and validates the header of an open file of length `len` with one `pread` of
+/// its first 4 KiB (more reads only for headers of over 500 dims).
+pub(crate) fn read_header_at_start(file: &File, len: u64) -> Result<Header> {
+    let mut buf = [0u8; 4096];
+    let want = len.min(buf.len() as u64) as usize;
+    let mut got = 0;
+    while got < want {
+        match std::os::unix::fs::FileExt::read_at(file, &mut buf[got..want], got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("read header", e)),
+        }
+    }
+    match Header::required_len(&buf[..got], len) {
+        Ok(h) if h <= got as u64 => Header::parse_prefix(&buf[..got], len),
+        Ok(_) => read_header(&mut &*file, Some(len)),
+        Err(e) => Err(e),
+    }
 }
 
 /// Like `read_exact`, but returns how many bytes were read before end of input.
@@ -213,6 +237,12 @@ pub(crate) fn read_typed<T: Element>(
 pub fn read<T: Element>(path: impl AsRef<Path>) -> Result<ArrayD<T>> {
     let path = path.as_ref();
     let (mut f, len) = open_len(path)?;
+    if len <= SMALL_FILE_BYTES {
+        // One read for header, dims and data, instead of one each.
+        let mut all = vec![0u8; len as usize];
+        let got = read_full(&mut f, &mut all).at(path)?;
+        return read_typed(&mut &all[..got], Some(got as u64)).at(path);
+    }
     read_typed(&mut f, Some(len)).at(path)
 }
 
