@@ -49,7 +49,8 @@ pub struct MappedRa {
 
 impl MappedRa {
     /// Maps `path` read-only and validates its header (FORMAT.md section 4, rules 1 to
-    /// 8). Costs the same whatever the file's size: only the header pages are read.
+    /// 8). Costs the same whatever the file's size: the header is read with one `pread`
+    /// and no page of the mapping is touched until a view is used.
     ///
     /// # Safety
     ///

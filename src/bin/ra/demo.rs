@@ -112,7 +112,7 @@ pub fn run(args: &Args) -> Outcome {
     let open_us = t.elapsed().as_secs_f64() * 1e6;
     writeln!(
         say,
-        "open + view   {:>9.1} µs  (header checked in place, shape {:?}, {} bytes of trailer)",
+        "open + view   {:>9.1} µs  (header read and checked, shape {:?}, {} bytes of trailer)",
         open_us,
         view.shape(),
         file.metadata().len()
