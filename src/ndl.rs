@@ -42,6 +42,11 @@ pub fn parse_trailer(trailer: &[u8]) -> Option<Yaml> {
         return None;
     }
     let text = std::str::from_utf8(trailer).ok()?;
+    // YAML allows only printable characters; yaml-rust2 accepts some others in plain
+    // scalars and then emits them unquoted, which is not YAML (found by fuzzing).
+    if !text.chars().all(printable) {
+        return None;
+    }
     let mut parser = Parser::new_from_str(text);
     for _ in 0..MAX_EVENTS {
         match parser.next_token() {
@@ -54,6 +59,21 @@ pub fn parse_trailer(trailer: &[u8]) -> Option<Yaml> {
         }
     }
     None
+}
+
+/// YAML 1.2's `c-printable`: tab, line breaks, and no other control characters.
+fn printable(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}')
+        || (c >= '\u{a0}' && c != '\u{feff}' && !('\u{fffe}'..='\u{ffff}').contains(&c))
+}
+
+/// A string for the YAML tree with non-printable characters shown as `?` (a path may
+/// hold any byte but `/` and NUL).
+fn printable_text(text: &str) -> Yaml {
+    s(&text
+        .chars()
+        .map(|c| if printable(c) { c } else { '?' })
+        .collect::<String>())
 }
 
 /// The single ndarray entry of an NDL document, if it has one.
@@ -187,7 +207,7 @@ pub fn document(
     ]);
     let mut top = Vec::new();
     if let Some(f) = file {
-        top.push(("file", s(f)));
+        top.push(("file", printable_text(f)));
     }
     top.push(("ndarrays", map(vec![("data", ndarray)])));
     map(top)
@@ -238,6 +258,7 @@ mod tests {
         assert!(parse_trailer(b"---\na: &x [1, 2]\nb: *x\n").is_none());
         assert!(parse_trailer(b"---\n[unclosed\n").is_none());
         assert!(parse_trailer(b"---\n\xff\n").is_none());
+        assert!(parse_trailer(b"---\nkey\x19: 1\n").is_none());
     }
 
     #[test]

@@ -388,3 +388,26 @@ fn every_subcommand_exits_1_with_one_line_on_malformed_files() {
         "no subcommand changed a bad file"
     );
 }
+
+#[test]
+fn describe_stays_yaml_for_odd_paths_and_trailers() {
+    let dir = tmp();
+    let p = dir.path().join("odd\u{19}name.ra");
+    rastore::WriteOptions::new()
+        .metadata(b"---\nkey\x19: 1\n".to_vec())
+        .write(&p, &rastore::ndarray::Array1::<u8>::zeros(2))
+        .unwrap();
+    let o = ra().arg("describe").arg(&p).output().unwrap();
+    assert!(o.status.success());
+    let text = stdout(&o);
+    let docs = yaml_rust2::YamlLoader::load_from_str(&text).expect("describe prints YAML");
+    assert!(
+        docs[0]["file"].as_str().unwrap().ends_with("odd?name.ra"),
+        "{text}"
+    );
+    // A trailer that is not printable YAML is described as opaque bytes.
+    assert_eq!(
+        docs[0]["ndarrays"]["data"]["attributes"]["trailer"]["format"].as_str(),
+        Some("opaque")
+    );
+}
