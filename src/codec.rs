@@ -187,6 +187,17 @@ pub fn bits_decode(words: &[u8], count: usize, big: bool) -> Result<Vec<bool>> {
     Ok(out)
 }
 
+/// Checks that Julia `Bool` bytes are all 0 or 1.
+pub fn check_bools(bytes: &[u8]) -> Result<()> {
+    match bytes.iter().position(|&b| b > 1) {
+        Some(i) => Err(Error::decode(
+            "bool",
+            format!("element {i} is {}, not 0 or 1", bytes[i]),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Packs bools into little-endian u64 words, as Julia's BitArray stores them.
 pub fn bits_encode(values: &[bool]) -> Vec<u8> {
     values

@@ -84,8 +84,13 @@ pub fn convert(input: &Path, output: &Path, compress: bool, progress: Progress) 
 pub fn decoded(path: &Path) -> Result<RawData> {
     let mut raw = crate::read_raw(path)?;
     if raw.header.encoding() == Encoding::Bits {
-        let bools = crate::read_bool(path)?;
-        raw.data = bools.t().iter().map(|&b| u8::from(b)).collect();
+        // read_raw gave the packed words, swapped to native order.
+        let count = usize::try_from(raw.header.count()).map_err(|_| ErrorKind::TooLarge {
+            what: "element count",
+            value: raw.header.count().into(),
+        })?;
+        let bools = codec::bits_decode(&raw.data, count, cfg!(target_endian = "big")).at(path)?;
+        raw.data = bools.into_iter().map(u8::from).collect();
         raw.header = Header::new(DType::BOOL, raw.header.dims())?;
     } else {
         let flags = if raw.native { 0 } else { Flags::BIG_ENDIAN };

@@ -607,15 +607,7 @@ impl NpyHeader {
 pub fn read_header(r: &mut impl std::io::Read) -> Result<NpyHeader> {
     use std::io::Read as _;
     let mut buf = vec![0u8; NpyHeader::PREFIX_LEN];
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(crate::Error::io("read", e)),
-        }
-    }
+    let got = crate::owned::read_full(r, &mut buf)?;
     buf.truncate(got);
     let total = NpyHeader::required_len(&buf)?;
     if total > buf.len() {

@@ -86,7 +86,7 @@ pub(crate) fn read_header_at_start(file: &File, len: u64) -> Result<Header> {
 }
 
 /// Like `read_exact`, but returns how many bytes were read before end of input.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
+pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {
@@ -270,12 +270,7 @@ fn read_bool_impl(r: &mut impl Read, file_len: Option<u64>) -> Result<ArrayD<boo
             })
         })?;
         let (bytes, _) = read_body::<u8>(r, &h, file_len)?;
-        if let Some(i) = bytes.iter().position(|&b| b > 1) {
-            return Err(Error::decode(
-                "bool",
-                format!("element {i} is {}, not 0 or 1", bytes[i]),
-            ));
-        }
+        codec::check_bools(&bytes)?;
         bytes.into_iter().map(|b| b == 1).collect()
     };
     into_array(&h, values)

@@ -306,7 +306,7 @@ pub fn verify(a: &FilesArg) -> Outcome {
     per_file(&a.files, |p| {
         let raw = decoded(p)?;
         if raw.header.dtype() == DType::BOOL {
-            rastore::read_bool(p)?;
+            rastore::codec::check_bools(&raw.data).map_err(|e| e.at(p))?;
         }
         writeln!(
             out,
