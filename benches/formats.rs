@@ -12,7 +12,8 @@
 //!   image per file, .ra against .png (png crate) and the floor (`fs::read` of the raw
 //!   bytes), and from one stacked .ra of 50,000 images opened once. Timed per image.
 //! - b5 the write path: a 4096x4096 f32 array in C order (transposed on the way) and in
-//!   Fortran order (a straight copy) against `fs::write` of the same bytes.
+//!   Fortran order (a straight copy) against `fs::write` of the same bytes; and the
+//!   transpose alone in RAM against a memcpy.
 //!
 //! b3 and b4 run on the disk (`$RASTORE_BENCH_DIR`, default `target/bench-data`) and
 //! on tmpfs (`/dev/shm`). `RASTORE_BENCH_QUICK=1` shortens measurement for a smoke run.
@@ -429,6 +430,16 @@ fn bench_b5(c: &mut Criterion) {
     let q = dir.join("b5.bin");
     g.bench_function("fs_write_floor", |b| {
         b.iter(|| fs::write(&q, &bytes).expect("write"))
+    });
+    // The reordering alone, in memory, against a copy of the same bytes.
+    let mut out = vec![0f32; n * n];
+    let c_dyn = c_order.view().into_dyn();
+    g.bench_function("transpose_in_ram", |b| {
+        b.iter(|| rastore::copy_to_fortran(black_box(&c_dyn), &mut out))
+    });
+    let flat = c_order.as_slice().expect("contiguous");
+    g.bench_function("memcpy_in_ram", |b| {
+        b.iter(|| out.copy_from_slice(black_box(flat)))
     });
     g.finish();
 }
