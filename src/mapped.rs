@@ -69,14 +69,7 @@ impl MappedRa {
         let header = read_header_at_start(&file, len).at(path)?;
         // SAFETY: the caller promises that the file is not modified or truncated while
         // this mapping lives (this function's contract); the mapping is read-only.
-        let map = unsafe { Mmap::map(&file) }.map_err(io_at("mmap", path))?;
-        if map.len() as u64 != len {
-            return Err(crate::Error::from(ErrorKind::TruncatedData {
-                expected: len,
-                actual: map.len() as u64,
-            })
-            .at(path));
-        }
+        let map = unsafe { map_whole(&file, len) }.map_err(io_at("mmap", path))?;
         Ok(MappedRa {
             map,
             header,
@@ -387,9 +380,8 @@ impl MappedNpy {
             })
             .at(path));
         }
-        // SAFETY: the caller promises that the file is not modified or truncated while
-        // this mapping lives (this function's contract); the mapping is read-only.
-        let map = unsafe { Mmap::map(&file) }.map_err(io_at("mmap", path))?;
+        // SAFETY: as in `MappedRa::open`: this function's contract.
+        let map = unsafe { map_whole(&file, len) }.map_err(io_at("mmap", path))?;
         Ok(MappedNpy {
             map,
             header,
@@ -439,4 +431,22 @@ impl std::fmt::Debug for MappedNpy {
             .field("header", &self.header)
             .finish()
     }
+}
+
+/// Maps the first `len` bytes of `file` read-only. `len` is the length the caller has
+/// just read with fstat; passing it spares memmap2 a second fstat (0.45 µs of an open
+/// that takes 10).
+///
+/// # Safety
+///
+/// The file must not be modified or truncated while the mapping lives.
+unsafe fn map_whole(file: &File, len: u64) -> std::io::Result<Mmap> {
+    let len = usize::try_from(len).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "file larger than the address space",
+        )
+    })?;
+    // SAFETY: forwarded to the caller (this function's contract).
+    unsafe { MmapOptions::new().len(len).map(file) }
 }

@@ -65,9 +65,10 @@ pub(crate) fn read_header(r: &mut impl Read, file_len: Option<u64>) -> Result<He
 }
 
 /// Reads and validates the header of an open file of length `len` with one `pread` of
-/// its first 4 KiB (more reads only for headers of over 500 dims).
+/// its first 512 bytes (more reads only for headers of over 58 dims). Zeroing and
+/// copying 4 KiB instead cost 2% of an open.
 pub(crate) fn read_header_at_start(file: &File, len: u64) -> Result<Header> {
-    let mut buf = [0u8; 4096];
+    let mut buf = [0u8; 512];
     let want = len.min(buf.len() as u64) as usize;
     let mut got = 0;
     while got < want {

@@ -266,8 +266,8 @@ fn failed_write_names_the_path_and_leaves_nothing() {
 
 #[test]
 fn large_c_order_transpose_matches_naive() {
-    // Big enough for the blocked path (several 64 × 64 tiles, ragged edges).
-    let a = ArrayD::from_shape_fn(IxDyn(&[203, 3, 130]), |ix| {
+    // Big enough for the blocked path (two 256 × 256 tiles, ragged 8 × 8 blocks).
+    let a = ArrayD::from_shape_fn(IxDyn(&[263, 3, 130]), |ix| {
         (ix[0] * 1_000_000 + ix[1] * 1000 + ix[2]) as u32
     });
     let mut out = Vec::new();
@@ -275,4 +275,22 @@ fn large_c_order_transpose_matches_naive() {
     let body: &[u8] = &out[48 + 24..];
     let naive: Vec<u32> = a.t().iter().copied().collect();
     assert_eq!(body, bytemuck::cast_slice::<u32, u8>(&naive));
+}
+
+#[test]
+fn headers_longer_than_the_first_read_open_and_view() {
+    // `MappedRa::open` reads 512 bytes first: 58 dims fit, 59 and 70 need a second read.
+    let dir = tmp();
+    for ndims in [57usize, 58, 59, 70] {
+        let mut dims = vec![1usize; ndims];
+        dims[0] = 3;
+        dims[ndims - 1] = 2;
+        let a = ArrayD::from_shape_fn(IxDyn(&dims), |ix| (ix[0] * 10 + ix[ndims - 1]) as i16);
+        let path = dir.path().join(format!("d{ndims}.ra"));
+        rastore::write(&path, &a).unwrap();
+        // SAFETY: private file.
+        let file = unsafe { MappedRa::open(&path) }.unwrap();
+        assert_eq!(file.header().dims().len(), ndims);
+        assert_eq!(file.view::<i16>().unwrap(), a.view(), "{ndims} dims");
+    }
 }
