@@ -272,7 +272,8 @@ fn ra_to_npy(input: &Path, output: &Path, progress: Progress) -> Result<()> {
     } else {
         h.dtype().swap_unit()
     };
-    atomic_write(output, false, |w| {
+    let size = npy_header.len() as u64 + h.nbytes();
+    atomic_write(output, false, size, |w| {
         w.write_all(&npy_header).map_err(io_at("write", output))?;
         if h.encoding() == Encoding::Raw {
             let mut buf = vec![0u8; PIECE.min(h.size() as usize)];
@@ -312,7 +313,9 @@ fn png_to_ra(input: &Path, output: &Path, compress: bool) -> Result<()> {
 
 fn ra_to_png(input: &Path, output: &Path) -> Result<()> {
     let raw = decoded(input)?;
-    atomic_write(output, false, |w| png_io::encode(&raw.header, &raw.data, w))
+    atomic_write(output, false, raw.data.len() as u64, |w| {
+        png_io::encode(&raw.header, &raw.data, w)
+    })
 }
 
 fn ra_to_ra(input: &Path, output: &Path, compress: bool, progress: Progress) -> Result<()> {
@@ -324,7 +327,7 @@ fn ra_to_ra(input: &Path, output: &Path, compress: bool, progress: Progress) -> 
         let native = Header::new(h.dtype(), h.dims())?;
         let unit = if h.native_endian() { 1 } else { unit };
         let end = h.data_end(len);
-        return atomic_write(output, false, |w| {
+        return atomic_write(output, false, len, |w| {
             w.write_all(&native.encode())
                 .map_err(io_at("write", output))?;
             let mut buf = vec![0u8; PIECE.min((len - h.data_offset()) as usize)];
