@@ -393,7 +393,7 @@ fn bench_b4(c: &mut Criterion) {
             });
             // SAFETY: the stacked file is private and not modified while mapped.
             let file = unsafe { MappedRa::open(&stacked) }.expect("open");
-            let all = file.view::<u8>().expect("view");
+            let all = file.view_ix::<u8, ndarray::Ix4>().expect("view");
             let mut sink = vec![0u8; ch * w * h];
             g.bench_function(format!("{name}/stacked_ra"), |b| {
                 b.iter(|| {

@@ -9,8 +9,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 
-use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn, ShapeBuilder};
+use ndarray::{ArrayBase, ArrayD, ArrayViewD, Data, Dimension, IxDyn, ShapeBuilder};
 
 use crate::codec;
 use crate::dtype::{check_type, DType, Element};
@@ -24,6 +25,10 @@ const SMALL_FILE_BYTES: u64 = 64 << 10;
 
 /// Bytes per piece when a non-Fortran array is reordered on its way to the writer.
 const WRITE_CHUNK_BYTES: usize = 4 << 20;
+
+/// Arrays to reorder of at least this many pieces are reordered on a second thread
+/// (below it, the thread costs more than the overlap saves).
+const PIPELINE_MIN_PIECES: usize = 3;
 
 /// First allocation when the stream's length is unknown; it then doubles as data
 /// actually arrives, so a lying header cannot make us allocate much more than is there
@@ -395,9 +400,7 @@ impl WriteOptions {
             return self.write_bytes_to(w, &header, &all);
         }
         w.write_all(&header.encode()).map_err(wr)?;
-        for_each_fortran_chunk(view, budget, &mut buf, &mut |c: &[T]| {
-            w.write_all(bytemuck::cast_slice(c)).map_err(wr)
-        })?;
+        write_column_major(&mut w, view, budget)?;
         w.write_all(&self.metadata).map_err(wr)?;
         w.flush().map_err(wr)
     }
@@ -444,6 +447,48 @@ impl WriteOptions {
         w.write_all(&self.metadata).map_err(wr)?;
         w.flush().map_err(wr)
     }
+}
+
+/// Writes `view`'s elements to `w` in column-major order. An array that must be
+/// reordered and spans several pieces of `budget` elements is reordered on a second
+/// thread, one piece ahead of this one's writes: on two cores a 64 MiB C-order array
+/// then costs about what a Fortran-order one does.
+fn write_column_major<T: Element>(
+    w: &mut impl Write,
+    view: ArrayViewD<'_, T>,
+    budget: usize,
+) -> Result<()> {
+    let wr = |e| Error::io("write", e);
+    let fortran = view.view().reversed_axes().is_standard_layout();
+    if fortran || view.len() / PIPELINE_MIN_PIECES < budget {
+        let mut buf = Vec::new();
+        return for_each_fortran_chunk(view, budget, &mut buf, &mut |c: &[T]| {
+            w.write_all(bytemuck::cast_slice(c)).map_err(wr)
+        });
+    }
+    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<T>>(1);
+    let (empty_tx, empty_rx) = mpsc::channel::<Vec<T>>();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut buf = Vec::new();
+            // A failed send means the writer failed and hung up: stop reordering.
+            let _ = for_each_fortran_chunk(view, budget, &mut buf, &mut |c: &[T]| {
+                let mut piece = empty_rx.try_recv().unwrap_or_default();
+                piece.clear();
+                piece.extend_from_slice(c);
+                full_tx.send(piece)
+            });
+        });
+        let result = full_rx.iter().try_for_each(|piece| {
+            w.write_all(bytemuck::cast_slice(&piece)).map_err(wr)?;
+            // The reorderer may have finished: then the piece is simply dropped.
+            let _ = empty_tx.send(piece);
+            Ok(())
+        });
+        // Hang up before the scope joins the reorderer, which may wait to send.
+        drop(full_rx);
+        result
+    })
 }
 
 /// Writes `array` to `path` atomically with default options.

@@ -294,3 +294,46 @@ fn headers_longer_than_the_first_read_open_and_view() {
         assert_eq!(file.view::<i16>().unwrap(), a.view(), "{ndims} dims");
     }
 }
+
+#[test]
+fn large_c_order_write_reorders_on_a_second_thread_and_matches_naive() {
+    // 16 MiB of f32: four 4 MiB pieces, enough for the pipelined writer.
+    let a = rastore::ndarray::Array2::from_shape_fn((2048, 2048), |(i, j)| (i * 2048 + j) as u32);
+    let mut out = Vec::new();
+    rastore::write_to(&mut out, &a).unwrap();
+    let body: &[u8] = &out[48 + 16..];
+    let naive: Vec<u32> = a.t().iter().copied().collect();
+    assert_eq!(body.len(), 4 * naive.len());
+    assert!(body == bytemuck::cast_slice::<u32, u8>(&naive));
+}
+
+/// A writer that fails once `limit` bytes have gone through it.
+struct FailAfter {
+    written: usize,
+    limit: usize,
+}
+
+impl std::io::Write for FailAfter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.written + buf.len() > self.limit {
+            return Err(std::io::Error::other("disk full (test)"));
+        }
+        self.written += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_writer_stops_the_pipelined_reorder_with_its_error() {
+    let a = rastore::ndarray::Array2::<f32>::zeros((2048, 2048));
+    for limit in [0, 100, 5 << 20, 13 << 20] {
+        let mut w = FailAfter { written: 0, limit };
+        let e = rastore::write_to(&mut w, &a).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Io { op: "write", .. }), "{e}");
+        assert!(e.to_string().contains("disk full (test)"), "{e}");
+        assert!(w.written <= limit);
+    }
+}
