@@ -44,6 +44,12 @@ fn shm_dir() -> Option<PathBuf> {
     fs::create_dir_all(&d).ok().map(|_| d)
 }
 
+/// Writes back every dirty page before a writing benchmark, so that none pays for the
+/// write-back of the one before it (on this disk that once swung a 4 MB write by 40%).
+fn settle() {
+    rustix::fs::sync();
+}
+
 fn quick() -> bool {
     std::env::var_os("RASTORE_BENCH_QUICK").is_some()
 }
@@ -201,6 +207,7 @@ fn b3_case(g: &mut BenchmarkGroup<'_, WallTime>, dir: &Path, name: &str, shape: 
     let (ra, npy, raw) = (paths("ra"), paths("npy"), paths("bin"));
     let mut k = 0;
     g.bench_function(format!("{name}/rastore"), |b| {
+        settle();
         b.iter(|| {
             let p = &ra[k % pool];
             k += 1;
@@ -209,6 +216,7 @@ fn b3_case(g: &mut BenchmarkGroup<'_, WallTime>, dir: &Path, name: &str, shape: 
         })
     });
     g.bench_function(format!("{name}/npy"), |b| {
+        settle();
         b.iter(|| {
             let p = &npy[k % pool];
             k += 1;
@@ -218,6 +226,7 @@ fn b3_case(g: &mut BenchmarkGroup<'_, WallTime>, dir: &Path, name: &str, shape: 
         })
     });
     g.bench_function(format!("{name}/floor"), |b| {
+        settle();
         b.iter(|| {
             let p = &raw[k % pool];
             k += 1;
@@ -231,6 +240,7 @@ fn b3_case(g: &mut BenchmarkGroup<'_, WallTime>, dir: &Path, name: &str, shape: 
         let c_order = a.as_standard_layout().into_owned();
         let h5 = paths("h5");
         g.bench_function(format!("{name}/hdf5_file_per_array"), |b| {
+            settle();
             b.iter(|| {
                 let p = &h5[k % pool];
                 k += 1;
@@ -252,6 +262,7 @@ fn b3_case(g: &mut BenchmarkGroup<'_, WallTime>, dir: &Path, name: &str, shape: 
         let all_path = dir.join(format!("b3-{name}-all.h5"));
         let one = hdf5_metno::File::create(&all_path).expect("create");
         g.bench_function(format!("{name}/hdf5_dataset_per_array"), |b| {
+            settle();
             b.iter(|| {
                 k += 1;
                 let ds = format!("x{k}");
@@ -368,6 +379,7 @@ fn bench_b4(c: &mut Criterion) {
                 .expect("fill");
                 drop(m);
             }
+            settle();
             let names: Vec<[PathBuf; 3]> = (0..pool)
                 .map(|i| ["ra", "png", "bin"].map(|e| sub.join(format!("{i}.{e}"))))
                 .collect();
@@ -423,13 +435,16 @@ fn bench_b5(c: &mut Criterion) {
     g.sample_size(10);
     let p = dir.join("b5.ra");
     g.bench_function("c_order_transposed", |b| {
+        settle();
         b.iter(|| rastore::write(&p, &c_order).expect("write"))
     });
     g.bench_function("fortran_straight_copy", |b| {
+        settle();
         b.iter(|| rastore::write(&p, &f_order).expect("write"))
     });
     let q = dir.join("b5.bin");
     g.bench_function("fs_write_floor", |b| {
+        settle();
         b.iter(|| fs::write(&q, &bytes).expect("write"))
     });
     // The reordering alone, in memory, against a copy of the same bytes.
