@@ -22,7 +22,7 @@ use crate::layout::copy_to_fortran;
 use crate::mapped::{MappedNpy, MappedRaMut};
 use crate::ndl;
 use crate::npy::{self, Descr, NpyHeader};
-use crate::owned::{atomic_write, read_header, temp_path, RawData, WriteOptions};
+use crate::owned::{atomic_write, read_header, with_temp_file, RawData, WriteOptions};
 use crate::png_io;
 use crate::view::shape_usize;
 
@@ -109,22 +109,18 @@ fn fill_new_file(
     trailer: Vec<u8>,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
-    let tmp = temp_path(output)?;
-    let result = (|| {
+    let header = Header::new(dtype, dims)?;
+    with_temp_file(output, |file, tmp| {
         CreateOptions::new()
             .metadata(trailer)
-            .create_file(&tmp, dtype, dims)?;
+            .prepare(file, &header, tmp, output)?;
         // SAFETY: the temporary file was just created under a unique name that no other
         // program knows; it is neither truncated nor written elsewhere while mapped.
-        let mut out = unsafe { MappedRaMut::open(&tmp) }?;
+        let mut out = unsafe { MappedRaMut::open(tmp) }?;
         fill(out.data_mut())?;
         drop(out);
-        fs::rename(&tmp, output).map_err(io_at("rename", output))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+        fs::rename(tmp, output).map_err(io_at("rename", output))
+    })
 }
 
 fn npy_to_ra(input: &Path, output: &Path, compress: bool, progress: Progress) -> Result<()> {

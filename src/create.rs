@@ -1,14 +1,14 @@
 //! Creating a file at its full size, space reserved, ready to be filled in place
 //! (FORMAT.md section 8). No mapping here: `MappedRaMut` maps what this creates.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::dtype::DType;
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::header::Header;
-use crate::owned::temp_path;
+use crate::owned::with_temp_file;
 
 /// How to create a preallocated file: trailer, and whether to replace an existing one.
 #[derive(Debug, Clone, Default)]
@@ -47,21 +47,23 @@ impl CreateOptions {
     ) -> Result<Header> {
         let path = path.as_ref();
         let header = Header::new(dtype, dims).at(path)?;
-        let tmp = temp_path(path).at(path)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(io_at("create", &tmp))?;
-        let result = self.fill_and_place(&file, &header, &tmp, path);
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result.map(|()| header)
+        with_temp_file(path, |file, tmp| {
+            self.prepare(file, &header, tmp, path)?;
+            self.place(tmp, path)
+        })
+        .at(path)?;
+        Ok(header)
     }
 
-    fn fill_and_place(&self, file: &File, header: &Header, tmp: &Path, path: &Path) -> Result<()> {
+    /// Reserves the whole size of `file` and writes `header` and the trailer into it
+    /// (`tmp` is its path, `path` the final one, for errors).
+    pub(crate) fn prepare(
+        &self,
+        file: &File,
+        header: &Header,
+        tmp: &Path,
+        path: &Path,
+    ) -> Result<()> {
         let data_end = header.data_offset() + header.size();
         let total = data_end
             .checked_add(self.metadata.len() as u64)
@@ -86,7 +88,12 @@ impl CreateOptions {
         file.write_all_at(&header.encode(), 0)
             .map_err(io_at("write header", tmp))?;
         file.write_all_at(&self.metadata, data_end)
-            .map_err(io_at("write metadata", tmp))?;
+            .map_err(io_at("write metadata", tmp))
+    }
+
+    /// Moves the prepared temporary file `tmp` to `path`: by rename when overwriting,
+    /// else by link, which refuses an existing `path` atomically.
+    fn place(&self, tmp: &Path, path: &Path) -> Result<()> {
         if self.overwrite {
             fs::rename(tmp, path).map_err(io_at("rename", path))
         } else {

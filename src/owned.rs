@@ -517,7 +517,7 @@ where
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A unique temporary path beside `path`: `.NAME.PID.N.tmp`.
-pub(crate) fn temp_path(path: &Path) -> Result<PathBuf> {
+fn temp_path(path: &Path) -> Result<PathBuf> {
     let name = path.file_name().ok_or_else(|| {
         ErrorKind::InvalidArgument(format!("{} has no file name", path.display()))
     })?;
@@ -534,6 +534,27 @@ pub(crate) fn parent_dir(path: &Path) -> &Path {
     }
 }
 
+/// Creates a new temporary file beside `path` (read-write, unique name) and runs
+/// `build(file, tmp)`, which is to move it into place; on any error the temporary file
+/// is removed. Every whole-file writer goes through here (FORMAT.md section 8).
+pub(crate) fn with_temp_file<R>(
+    path: &Path,
+    build: impl FnOnce(&File, &Path) -> Result<R>,
+) -> Result<R> {
+    let tmp = temp_path(path)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(io_at("create", &tmp))?;
+    let result = build(&file, &tmp);
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// Writes through `fill` into a temporary file beside `path`, then renames it over
 /// `path` (FORMAT.md section 8). On any error the temporary file is removed.
 ///
@@ -545,26 +566,16 @@ pub(crate) fn atomic_write(
     size_hint: u64,
     fill: impl FnOnce(&mut BufWriter<&File>) -> Result<()>,
 ) -> Result<()> {
-    let tmp = temp_path(path)?;
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(io_at("create", &tmp))?;
-    let result = (|| {
-        let mut w = BufWriter::with_capacity(size_hint.clamp(1, 1 << 20) as usize, &file);
+    with_temp_file(path, |file, tmp| {
+        let mut w = BufWriter::with_capacity(size_hint.clamp(1, 1 << 20) as usize, file);
         fill(&mut w)?;
-        w.flush().map_err(io_at("write", &tmp))?;
+        w.flush().map_err(io_at("write", tmp))?;
         drop(w);
         if durable {
-            file.sync_all().map_err(io_at("fsync", &tmp))?;
+            file.sync_all().map_err(io_at("fsync", tmp))?;
         }
-        fs::rename(&tmp, path).map_err(io_at("rename", path))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-        return result;
-    }
+        fs::rename(tmp, path).map_err(io_at("rename", path))
+    })?;
     if durable {
         let dir = parent_dir(path);
         File::open(dir)
