@@ -22,7 +22,7 @@ use crate::layout::copy_to_fortran;
 use crate::mapped::{MappedNpy, MappedRaMut};
 use crate::ndl;
 use crate::npy::{self, Descr, NpyHeader};
-use crate::owned::{atomic_write, read_header, with_temp_file, RawData, WriteOptions};
+use crate::owned::{atomic_write, read_header_at_start, with_temp_file, RawData, WriteOptions};
 use crate::png_io;
 use crate::view::shape_usize;
 
@@ -244,7 +244,7 @@ fn by_slabs<E: Copy>(v: &ArrayViewD<'_, E>, dst: &mut [E], size: usize, progress
 fn ra_to_npy(input: &Path, output: &Path, progress: Progress) -> Result<()> {
     let file = File::open(input).map_err(io_at("open", input))?;
     let len = file.metadata().map_err(io_at("stat", input))?.len();
-    let h = read_header(&mut &file, Some(len))?;
+    let h = read_header_at_start(&file, len)?;
     let descr = if h.dtype().kind() == Kind::User {
         let mut trailer =
             vec![0u8; (len - h.data_end(len)).min(ndl::MAX_TRAILER_YAML as u64) as usize];
@@ -317,7 +317,7 @@ fn ra_to_png(input: &Path, output: &Path) -> Result<()> {
 fn ra_to_ra(input: &Path, output: &Path, compress: bool, progress: Progress) -> Result<()> {
     let file = File::open(input).map_err(io_at("open", input))?;
     let len = file.metadata().map_err(io_at("stat", input))?.len();
-    let h = read_header(&mut &file, Some(len))?;
+    let h = read_header_at_start(&file, len)?;
     if let (false, Encoding::Raw, Some(unit)) = (compress, h.encoding(), h.dtype().swap_unit()) {
         // Plain to plain (byte-swapped to native): piece by piece, trailer kept.
         let native = Header::new(h.dtype(), h.dims())?;

@@ -26,9 +26,9 @@ use ndarray::{ArrayD, ArrayView, ArrayViewD, ArrayViewMutD, Dimension};
 use crate::create::CreateOptions;
 use crate::dtype::{DType, Element};
 use crate::error::{io_at, ErrorKind, Result, ResultExt};
-use crate::header::{Header, FIXED_LEN};
+use crate::header::Header;
 use crate::npy::NpyHeader;
-use crate::owned::{read_header, read_header_at_start};
+use crate::owned::read_header_at_start;
 use crate::view::{stored_data, trailer, view_data, view_data_mut};
 
 /// A RawArray file mapped read-only, its header validated.
@@ -61,9 +61,6 @@ impl MappedRa {
         let path = path.as_ref();
         let file = File::open(path).map_err(io_at("open", path))?;
         let len = file.metadata().map_err(io_at("stat", path))?.len();
-        if len < FIXED_LEN as u64 {
-            return Err(crate::Error::from(ErrorKind::Truncated { len }).at(path));
-        }
         // The header is read with one pread rather than through the mapping: touching
         // the mapping would fault in (and fault around) pages nobody asked for yet.
         let header = read_header_at_start(&file, len).at(path)?;
@@ -236,7 +233,7 @@ impl MappedRaMut {
             .open(path)
             .map_err(io_at("open read-write", path))?;
         let len = file.metadata().map_err(io_at("stat", path))?.len();
-        let header = read_header(&mut &file, Some(len)).at(path)?;
+        let header = read_header_at_start(&file, len).at(path)?;
         let (view_header, offset) = match &slab {
             Some(range) => header.slab(range.clone()).at(path)?,
             None => (header.clone(), header.data_offset()),

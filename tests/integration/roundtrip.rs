@@ -337,3 +337,26 @@ fn a_failing_writer_stops_the_pipelined_reorder_with_its_error() {
         assert!(w.written <= limit);
     }
 }
+
+#[test]
+fn a_leb128_file_refuses_a_trailer_and_keeps_its_data_when_rewritten() {
+    // Julia's LEB128 (flag 2, size == nbytes): int32 [1, -2], zig-zag coded as 2, 3.
+    let mut bytes: Vec<u8> = [rastore::MAGIC, 2, 1, 4, 8, 1, 2]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    bytes.extend([2, 3]);
+    let dir = tmp();
+    let p = dir.path().join("leb.ra");
+    std::fs::write(&p, &bytes).unwrap();
+    let e = rastore::replace_metadata(&p, b"---\nx: 1\n").unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Unsupported(_)), "{e}");
+    assert_eq!(std::fs::read(&p).unwrap(), bytes, "refused: file untouched");
+    rastore::replace_metadata(&p, b"").unwrap();
+    // A new number of dims rewrites the file: the data runs to its end, copied whole.
+    let h = rastore::reshape(&p, &[1, 2]).unwrap();
+    assert_eq!(h.dims(), &[1, 2]);
+    let back: ArrayD<i32> = rastore::read(&p).unwrap();
+    assert_eq!(back.shape(), &[1, 2]);
+    assert_eq!(back.iter().copied().collect::<Vec<_>>(), [1, -2]);
+}
