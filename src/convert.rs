@@ -263,28 +263,17 @@ fn ra_to_npy(input: &Path, output: &Path, progress: Progress) -> Result<()> {
         Descr::for_dtype(h.dtype()).ok_or_else(|| no_npy_type(h.dtype()))?
     };
     let npy_header = NpyHeader::encode(&descr, true, h.dims());
-    let swap = if h.native_endian() {
-        None
-    } else {
-        h.dtype().swap_unit()
+    let unit = match h.dtype().swap_unit() {
+        Some(unit) if !h.native_endian() => unit,
+        _ => 1,
     };
     let size = npy_header.len() as u64 + h.nbytes();
     atomic_write(output, false, size, |w| {
         w.write_all(&npy_header).map_err(io_at("write", output))?;
         if h.encoding() == Encoding::Raw {
-            let mut buf = vec![0u8; PIECE.min(h.size() as usize)];
-            let mut done = 0u64;
-            while done < h.size() {
-                let n = (h.size() - done).min(PIECE as u64) as usize;
-                file.read_exact_at(&mut buf[..n], h.data_offset() + done)
-                    .map_err(io_at("read", input))?;
-                if let Some(unit) = swap {
-                    codec::swap_bytes(&mut buf[..n], unit);
-                }
-                w.write_all(&buf[..n]).map_err(io_at("write", output))?;
-                done += n as u64;
-                progress(done, h.size());
-            }
+            let data = h.data_offset()..h.data_offset() + h.size();
+            let swap = (unit, data.end);
+            copy_pieces((&file, input), data, swap, (w, output), progress)?;
         } else {
             let raw = decoded(input)?;
             w.write_all(&raw.data).map_err(io_at("write", output))?;
@@ -292,6 +281,31 @@ fn ra_to_npy(input: &Path, output: &Path, progress: Progress) -> Result<()> {
         }
         Ok(())
     })
+}
+
+/// Copies bytes `range` of `input` to `output` in pieces of [`PIECE`], reversing each
+/// `swap.0`-byte element of those before offset `swap.1`, and reports progress.
+fn copy_pieces(
+    (file, input): (&File, &Path),
+    range: std::ops::Range<u64>,
+    (unit, swap_end): (usize, u64),
+    (w, output): (&mut impl Write, &Path),
+    progress: Progress,
+) -> Result<()> {
+    let total = range.end - range.start;
+    let mut buf = vec![0u8; PIECE.min(total as usize)];
+    let mut pos = range.start;
+    while pos < range.end {
+        let n = (range.end - pos).min(PIECE as u64) as usize;
+        file.read_exact_at(&mut buf[..n], pos)
+            .map_err(io_at("read", input))?;
+        let swapped = swap_end.saturating_sub(pos).min(n as u64) as usize;
+        codec::swap_bytes(&mut buf[..swapped], unit);
+        w.write_all(&buf[..n]).map_err(io_at("write", output))?;
+        pos += n as u64;
+        progress(pos - range.start, total);
+    }
+    Ok(())
 }
 
 fn no_npy_type(d: DType) -> Error {
@@ -322,24 +336,18 @@ fn ra_to_ra(input: &Path, output: &Path, compress: bool, progress: Progress) -> 
         // Plain to plain (byte-swapped to native): piece by piece, trailer kept.
         let native = Header::new(h.dtype(), h.dims())?;
         let unit = if h.native_endian() { 1 } else { unit };
-        let end = h.data_end(len);
+        // Swap data bytes only: the trailer is the user's, copied verbatim.
+        let swap = (unit, h.data_end(len));
         return atomic_write(output, false, len, |w| {
             w.write_all(&native.encode())
                 .map_err(io_at("write", output))?;
-            let mut buf = vec![0u8; PIECE.min((len - h.data_offset()) as usize)];
-            let mut pos = h.data_offset();
-            while pos < len {
-                let n = (len - pos).min(PIECE as u64) as usize;
-                file.read_exact_at(&mut buf[..n], pos)
-                    .map_err(io_at("read", input))?;
-                // Swap data bytes only: the trailer is the user's, copied verbatim.
-                let data_n = end.saturating_sub(pos).min(n as u64) as usize;
-                codec::swap_bytes(&mut buf[..data_n], unit);
-                w.write_all(&buf[..n]).map_err(io_at("write", output))?;
-                pos += n as u64;
-                progress(pos, len);
-            }
-            Ok(())
+            copy_pieces(
+                (&file, input),
+                h.data_offset()..len,
+                swap,
+                (w, output),
+                progress,
+            )
         });
     }
     let raw = decoded(input)?;
