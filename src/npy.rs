@@ -77,41 +77,17 @@ impl<'a> LitParser<'a> {
         match self.peek() {
             Some(b'{') => {
                 self.pos += 1;
-                let mut items = Vec::new();
-                loop {
-                    if self.peek() == Some(b'}') {
-                        self.pos += 1;
-                        return Ok(Lit::Dict(items));
-                    }
-                    let k = self.value(depth + 1)?;
-                    self.expect(b':')?;
-                    let v = self.value(depth + 1)?;
-                    items.push((k, v));
-                    if self.peek() == Some(b',') {
-                        self.pos += 1;
-                    } else {
-                        self.expect(b'}')?;
-                        return Ok(Lit::Dict(items));
-                    }
-                }
+                let items = self.items(b'}', |p| {
+                    let k = p.value(depth + 1)?;
+                    p.expect(b':')?;
+                    Ok((k, p.value(depth + 1)?))
+                })?;
+                Ok(Lit::Dict(items))
             }
             Some(open @ (b'(' | b'[')) => {
                 self.pos += 1;
                 let close = if open == b'(' { b')' } else { b']' };
-                let mut items = Vec::new();
-                loop {
-                    if self.peek() == Some(close) {
-                        self.pos += 1;
-                        return Ok(Lit::Seq(items));
-                    }
-                    items.push(self.value(depth + 1)?);
-                    if self.peek() == Some(b',') {
-                        self.pos += 1;
-                    } else {
-                        self.expect(close)?;
-                        return Ok(Lit::Seq(items));
-                    }
-                }
+                Ok(Lit::Seq(self.items(close, |p| p.value(depth + 1))?))
             }
             Some(q @ (b'\'' | b'"')) => self.string(q),
             Some(c) if c.is_ascii_digit() => {
@@ -146,6 +122,29 @@ impl<'a> LitParser<'a> {
                 )))
             }
             None => Err(bad("header: ends in the middle of a value")),
+        }
+    }
+
+    /// Comma-separated `item`s up to `close` (a trailing comma allowed), the opening
+    /// bracket already consumed.
+    fn items<T>(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut items = Vec::new();
+        loop {
+            if self.peek() == Some(close) {
+                self.pos += 1;
+                return Ok(items);
+            }
+            items.push(item(self)?);
+            if self.peek() == Some(b',') {
+                self.pos += 1;
+            } else {
+                self.expect(close)?;
+                return Ok(items);
+            }
         }
     }
 
@@ -407,6 +406,17 @@ fn shape_python(shape: &[u64]) -> String {
     }
 }
 
+/// The integers of a shape literal; `not_int` names any other item.
+fn lengths(items: &[Lit], not_int: impl Fn(&Lit) -> crate::Error) -> Result<Vec<u64>> {
+    items
+        .iter()
+        .map(|d| match d {
+            Lit::Int(n) => Ok(*n),
+            other => Err(not_int(other)),
+        })
+        .collect()
+}
+
 impl Field {
     fn from_lit(lit: &Lit, depth: usize) -> Result<Field> {
         let Lit::Seq(parts) = lit else {
@@ -427,17 +437,12 @@ impl Field {
                 .ok_or_else(|| bad(format!("descr: field {name:?} has no type")))?,
             depth,
         )?;
+        let bad_shape = || bad(format!("descr: field {name:?} has a bad shape"));
         let shape = match parts.get(2) {
             None => Vec::new(),
             Some(Lit::Int(n)) => vec![*n],
-            Some(Lit::Seq(dims)) => dims
-                .iter()
-                .map(|d| match d {
-                    Lit::Int(n) => Ok(*n),
-                    _ => Err(bad(format!("descr: field {name:?} has a bad shape"))),
-                })
-                .collect::<Result<_>>()?,
-            Some(_) => return Err(bad(format!("descr: field {name:?} has a bad shape"))),
+            Some(Lit::Seq(dims)) => lengths(dims, |_| bad_shape())?,
+            Some(_) => return Err(bad_shape()),
         };
         if parts.len() > 3 {
             return Err(bad(format!("descr: field {name:?} has extra items")));
@@ -526,28 +531,21 @@ impl NpyHeader {
                 (Lit::Str(k), v) if k == "descr" => descr = Some(Descr::from_lit(v, 0)?),
                 (Lit::Str(k), Lit::Bool(b)) if k == "fortran_order" => fortran = Some(*b),
                 (Lit::Str(k), Lit::Seq(dims)) if k == "shape" => {
-                    shape = Some(
-                        dims.iter()
-                            .map(|d| match d {
-                                Lit::Int(n) => Ok(*n),
-                                other => Err(bad(format!("shape: {other:?} is not a length"))),
-                            })
-                            .collect::<Result<Vec<u64>>>()?,
-                    )
+                    shape = Some(lengths(dims, |other| {
+                        bad(format!("shape: {other:?} is not a length"))
+                    })?)
                 }
                 (k, v) => return Err(bad(format!("header: unexpected entry {k:?}: {v:?}"))),
             }
         }
-        let (Some(descr), Some(fortran_order), Some(shape)) = (descr, fortran, shape) else {
+        // Three entries, each of the three keys: no key given twice.
+        let (Some(descr), Some(fortran_order), Some(shape), 3) =
+            (descr, fortran, shape, items.len())
+        else {
             return Err(bad(
                 "header must hold exactly 'descr', 'fortran_order' and 'shape'",
             ));
         };
-        if items.len() != 3 {
-            return Err(bad(
-                "header must hold exactly 'descr', 'fortran_order' and 'shape'",
-            ));
-        }
         Ok(NpyHeader {
             version: (bytes[6], bytes[7]),
             descr,
@@ -658,6 +656,7 @@ mod tests {
         for text in [
             "{'descr': '<f4', 'fortran_order': False}",
             "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}",
+            "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': ()}",
             "{'descr': '<O8', 'fortran_order': False, 'shape': ()}",
             "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}",
             "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}",
