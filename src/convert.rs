@@ -250,13 +250,11 @@ fn ra_to_npy(input: &Path, output: &Path, progress: Progress) -> Result<()> {
             vec![0u8; (len - h.data_end(len)).min(ndl::MAX_TRAILER_YAML as u64) as usize];
         file.read_exact_at(&mut trailer, h.data_end(len))
             .map_err(io_at("read metadata", input))?;
-        ndl::numpy_descr(&trailer)
-            .filter(|d| d.itemsize().ok() == Some(h.dtype().elbyte))
-            .unwrap_or(Descr::Simple {
-                order: '|',
-                kind: 'V',
-                count: h.dtype().elbyte,
-            })
+        ndl::numpy_descr(&trailer, h.dtype().elbyte).unwrap_or(Descr::Simple {
+            order: '|',
+            kind: 'V',
+            count: h.dtype().elbyte,
+        })
     } else if h.is_bool() {
         Descr::for_dtype(DType::BOOL).ok_or_else(|| no_npy_type(DType::BOOL))?
     } else {

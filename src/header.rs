@@ -59,6 +59,18 @@ pub enum Encoding {
     Bits,
 }
 
+impl Encoding {
+    /// The filter's name in `ra info` and NDL storage (`None` for plain data).
+    pub fn filter_name(self) -> Option<&'static str> {
+        match self {
+            Encoding::Raw => None,
+            Encoding::Lz4 => Some("lz4"),
+            Encoding::Leb128 => Some("leb128"),
+            Encoding::Bits => Some("bits"),
+        }
+    }
+}
+
 /// A parsed, validated header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {

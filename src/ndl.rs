@@ -11,7 +11,7 @@ use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
 
 use crate::dtype::DType;
-use crate::header::{Encoding, Header};
+use crate::header::Header;
 use crate::npy::{Descr, Field};
 
 /// Largest trailer parsed as YAML.
@@ -81,13 +81,18 @@ fn ndarray_of(doc: &Yaml) -> Option<&Yaml> {
     doc["ndarrays"].as_hash()?.values().next()
 }
 
-/// The NumPy descr recorded in a trailer written by `ra convert` (structured dtypes).
-pub fn numpy_descr(trailer: &[u8]) -> Option<Descr> {
-    let doc = parse_trailer(trailer)?;
-    let text = ndarray_of(&doc)?["type"]["numpy_descr"]
-        .as_str()?
-        .to_string();
-    Descr::parse(&text).ok()
+/// The NumPy descr recorded in a trailer written by `ra convert` (structured dtypes),
+/// if it describes elements of `elbyte` bytes.
+pub fn numpy_descr(trailer: &[u8], elbyte: u64) -> Option<Descr> {
+    descr_of(ndarray_of(&parse_trailer(trailer)?)?, elbyte)
+}
+
+/// The NumPy descr an ndarray entry records, if it parses and its itemsize is the
+/// file's `elbyte`: a descr of another size (or one whose size overflows) does not
+/// describe the data, and is not used to lay out fields.
+fn descr_of(ndarray: &Yaml, elbyte: u64) -> Option<Descr> {
+    let d = Descr::parse(ndarray["type"]["numpy_descr"].as_str()?).ok()?;
+    (d.itemsize().ok() == Some(elbyte)).then_some(d)
 }
 
 /// The NDL type of a NumPy descr: a name for numbers, else a class map.
@@ -185,11 +190,8 @@ pub fn document(
         ),
         ("order", s("column-major")),
     ];
-    match header.encoding() {
-        Encoding::Lz4 => storage.push(("filter", Yaml::Array(vec![s("lz4")]))),
-        Encoding::Leb128 => storage.push(("filter", Yaml::Array(vec![s("leb128")]))),
-        Encoding::Bits => storage.push(("filter", Yaml::Array(vec![s("bits")]))),
-        Encoding::Raw => {}
+    if let Some(name) = header.encoding().filter_name() {
+        storage.push(("filter", Yaml::Array(vec![s(name)])));
     }
     storage.push(("data_offset", int(header.data_offset())));
     storage.push(("size", int(header.size())));
@@ -229,9 +231,7 @@ pub fn to_text(doc: &Yaml) -> String {
 pub fn describe(file: &str, header: &Header, trailer: &[u8]) -> String {
     let parsed = parse_trailer(trailer);
     let nd = parsed.as_ref().and_then(ndarray_of);
-    let descr = nd
-        .and_then(|n| n["type"]["numpy_descr"].as_str())
-        .and_then(|t| Descr::parse(t).ok());
+    let descr = nd.and_then(|n| descr_of(n, header.dtype().elbyte));
     let attributes = match (nd, trailer.is_empty()) {
         (Some(n), _) if n["attributes"].as_hash().is_some() => Some(n["attributes"].clone()),
         (None, false) if parsed.is_some() => parsed.clone(),
@@ -266,13 +266,29 @@ mod tests {
         let d = Descr::parse("[('name', '|S10'), ('age', '<i4'), ('weight', '<f4')]").unwrap();
         let h = Header::new(DType::user(18), &[3]).unwrap();
         let text = to_text(&document(None, &h, Some(&d), None));
-        let back = numpy_descr(text.as_bytes()).unwrap();
+        let back = numpy_descr(text.as_bytes(), 18).unwrap();
         assert_eq!(back, d);
+        assert_eq!(
+            numpy_descr(text.as_bytes(), 20),
+            None,
+            "not 20-byte elements"
+        );
         let doc = parse_trailer(text.as_bytes()).unwrap();
         let t = &doc["ndarrays"]["data"]["type"];
         assert_eq!(t["class"].as_str(), Some("compound"));
         assert_eq!(t["size"].as_i64(), Some(18));
         assert_eq!(t["members"][2]["offset"].as_i64(), Some(14));
         assert_eq!(t["members"][1]["type"].as_str(), Some("int32"));
+    }
+
+    #[test]
+    fn a_descr_that_does_not_fit_the_elements_is_not_laid_out() {
+        // 2^32 × 2^32 elements: the field offsets would overflow (a panic in debug
+        // builds before this was checked); the type falls back to the file's own.
+        let trailer = b"---\nndarrays:\n  data:\n    type:\n      numpy_descr: \"[('a', '<f4', (4294967296, 4294967296))]\"\n";
+        let h = Header::new(DType::F32, &[2]).unwrap();
+        let text = describe("x.ra", &h, trailer);
+        let doc = parse_trailer(text.as_bytes()).unwrap();
+        assert_eq!(doc["ndarrays"]["data"]["type"].as_str(), Some("float32"));
     }
 }

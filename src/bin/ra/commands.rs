@@ -185,12 +185,7 @@ fn info_line(path: &Path, h: &Header, len: u64, json: bool) -> String {
         if h.data_big_endian() {
             notes.push("big-endian");
         }
-        match h.encoding() {
-            Encoding::Lz4 => notes.push("lz4"),
-            Encoding::Leb128 => notes.push("leb128"),
-            Encoding::Bits => notes.push("bits"),
-            Encoding::Raw => {}
-        }
+        notes.extend(h.encoding().filter_name());
         let notes = if notes.is_empty() {
             String::new()
         } else {
