@@ -323,8 +323,9 @@ impl MappedRaMut {
             _ => 0,
         };
         let mut view = self.view_mut::<T>()?;
-        if let Some(data) = view.as_slice_memory_order_mut() {
-            crate::fill::par_fill_flat(data, first, f);
+        match view.as_slice_memory_order_mut() {
+            Some(data) => crate::fill::par_fill_flat(data, first, f),
+            None => unreachable!("a view of a whole mapping is contiguous"),
         }
         Ok(())
     }
