@@ -3,6 +3,7 @@
 
 use crate::dtype::{DType, Kind};
 use crate::error::{Error, Result};
+use crate::header::{Encoding, Header};
 
 /// Reverses the bytes of every `unit`-byte scalar in `bytes`.
 pub fn swap_bytes(bytes: &mut [u8], unit: usize) {
@@ -159,6 +160,32 @@ pub fn leb128_encode(values: impl IntoIterator<Item = i128>, signed: bool) -> Ve
     out
 }
 
+/// Decodes the data of a header that fits both LZ4 and LEB128 (FORMAT.md section 5)
+/// into `dst` (`elbyte × Π dims` bytes). `stored` runs from the data offset to the end
+/// of the file. LZ4 first: the `size` bytes at the data offset must decode to exactly
+/// `dst`; else every byte of `stored` must decode as `Π dims` LEB128 values. Returns
+/// which it was; when neither, the error says what each attempt found.
+pub fn decode_lz4_or_leb128(stored: &[u8], h: &Header, dst: &mut [u8]) -> Result<Encoding> {
+    let size = h.size() as usize;
+    let lz4 = match stored.get(..size) {
+        Some(block) => lz4_decode(block, dst),
+        None => Err(Error::decode(
+            "lz4",
+            format!("a {size}-byte block, only {} bytes present", stored.len()),
+        )),
+    };
+    let Err(as_lz4) = lz4 else {
+        return Ok(Encoding::Lz4);
+    };
+    match leb128_decode(stored, h.dtype(), dst) {
+        Ok(()) => Ok(Encoding::Leb128),
+        Err(as_leb) => Err(Error::decode(
+            "lz4 or leb128",
+            format!("neither decodes: as an LZ4 block, {as_lz4}; as LEB128, {as_leb}"),
+        )),
+    }
+}
+
 /// Unpacks `count` bits from little-endian (or, when `big`, big-endian) u64 words;
 /// element `i` is bit `i mod 64` of word `i / 64`.
 pub fn bits_decode(words: &[u8], count: usize, big: bool) -> Result<Vec<bool>> {
@@ -187,12 +214,13 @@ pub fn bits_decode(words: &[u8], count: usize, big: bool) -> Result<Vec<bool>> {
     Ok(out)
 }
 
-/// Checks that Julia `Bool` bytes are all 0 or 1.
-pub fn check_bools(bytes: &[u8]) -> Result<()> {
+/// Checks that Julia `Bool` bytes are all 0 or 1; `first` is the index of the first
+/// (for the message).
+pub fn check_bools(bytes: &[u8], first: u64) -> Result<()> {
     match bytes.iter().position(|&b| b > 1) {
         Some(i) => Err(Error::decode(
             "bool",
-            format!("element {i} is {}, not 0 or 1", bytes[i]),
+            format!("element {} is {}, not 0 or 1", first + i as u64, bytes[i]),
         )),
         None => Ok(()),
     }

@@ -22,8 +22,9 @@ use crate::layout::copy_to_fortran;
 use crate::mapped::{MappedNpy, MappedRaMut};
 use crate::ndl;
 use crate::npy::{self, Descr, NpyHeader};
-use crate::owned::{atomic_write, read_header_at_start, with_temp_file, RawData, WriteOptions};
+use crate::owned::{atomic_write, read_header_at_start, RawData, WriteOptions};
 use crate::png_io;
+use crate::replace::{build_file, Placement};
 use crate::view::shape_usize;
 
 /// Progress callback: `(bytes done, bytes total)`.
@@ -64,15 +65,87 @@ impl Format {
     }
 }
 
+/// How to convert: compression of a `.ra` output, and how the output may replace a
+/// file that exists.
+#[derive(Debug, Clone, Default)]
+pub struct ConvertOptions {
+    compress: bool,
+    overwrite: bool,
+    split_links: bool,
+}
+
+impl ConvertOptions {
+    /// Defaults: a plain output, and an existing output is refused.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Store a `.ra` output as one LZ4 block (held in memory while compressing), unless
+    /// that would not be smaller: then it is stored plain, and
+    /// [`convert`] returns [`Converted::stored_raw`].
+    pub fn compress(mut self, yes: bool) -> Self {
+        self.compress = yes;
+        self
+    }
+
+    /// Replace an existing output (a symbolic link is followed, permissions kept).
+    pub fn overwrite(mut self, yes: bool) -> Self {
+        self.overwrite = yes;
+        self
+    }
+
+    /// Replace an output that has other hard links (see
+    /// [`WriteOptions::split_links`]).
+    pub fn split_links(mut self, yes: bool) -> Self {
+        self.split_links = yes;
+        self
+    }
+
+    fn placement(&self) -> Placement {
+        Placement {
+            overwrite: self.overwrite,
+            durable: false,
+            split_links: self.split_links,
+        }
+    }
+
+    fn write_options(&self) -> WriteOptions {
+        WriteOptions::new()
+            .compress(self.compress)
+            .overwrite(self.overwrite)
+            .split_links(self.split_links)
+    }
+}
+
+/// What a conversion did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Converted {
+    /// Compression was asked for but would not have saved space: the data is plain.
+    pub stored_raw: bool,
+}
+
 /// Converts `input` to `output` by their extensions: `.npy` ↔ `.ra`, `.png` ↔ `.ra`,
-/// `.ra` → `.ra` (compress with `compress`, else decompress and byte-swap to native).
-pub fn convert(input: &Path, output: &Path, compress: bool, progress: Progress) -> Result<()> {
-    match (Format::of(input)?, Format::of(output)?) {
-        (Format::Npy, Format::Ra) => npy_to_ra(input, output, compress, progress).at(input),
-        (Format::Ra, Format::Npy) => ra_to_npy(input, output, progress).at(input),
-        (Format::Png, Format::Ra) => png_to_ra(input, output, compress).at(input),
-        (Format::Ra, Format::Png) => ra_to_png(input, output).at(input),
-        (Format::Ra, Format::Ra) => ra_to_ra(input, output, compress, progress).at(input),
+/// `.ra` → `.ra` (compress, else decompress and byte-swap to native).
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    let formats = (Format::of(input)?, Format::of(output)?);
+    if !options.overwrite && fs::symlink_metadata(output).is_ok() {
+        // Refused before any work; placing the output refuses atomically too.
+        return Err(Error::from(ErrorKind::InvalidArgument(
+            "file exists; pass --overwrite to replace it".into(),
+        ))
+        .at(output));
+    }
+    match formats {
+        (Format::Npy, Format::Ra) => npy_to_ra(input, output, options, progress).at(input),
+        (Format::Ra, Format::Npy) => ra_to_npy(input, output, options, progress).at(input),
+        (Format::Png, Format::Ra) => png_to_ra(input, output, options).at(input),
+        (Format::Ra, Format::Png) => ra_to_png(input, output, options).at(input),
+        (Format::Ra, Format::Ra) => ra_to_ra(input, output, options, progress).at(input),
         (a, b) => Err(ErrorKind::Unsupported(format!(
             "conversion from {a:?} to {b:?}: one side must be .ra"
         ))
@@ -80,7 +153,19 @@ pub fn convert(input: &Path, output: &Path, compress: bool, progress: Progress) 
     }
 }
 
-/// A file's data decoded to plain native bytes: BitArrays unpacked to Julia Bool bytes.
+/// Whether a compressing write of `header`'s data stored it raw.
+fn stored_raw(options: &ConvertOptions, output: &Path) -> Result<Converted> {
+    if !options.compress {
+        return Ok(Converted::default());
+    }
+    let (h, _) = crate::read_header_at(output)?;
+    Ok(Converted {
+        stored_raw: !h.flags().compressed(),
+    })
+}
+
+/// A file's data decoded to plain native bytes: BitArrays unpacked to Julia Bool bytes,
+/// Julia Bools checked to be 0 or 1.
 pub fn decoded(path: &Path) -> Result<RawData> {
     let mut raw = crate::read_raw(path)?;
     if raw.header.encoding() == Encoding::Bits {
@@ -93,6 +178,9 @@ pub fn decoded(path: &Path) -> Result<RawData> {
         raw.data = bools.into_iter().map(u8::from).collect();
         raw.header = Header::new(DType::BOOL, raw.header.dims())?;
     } else {
+        if raw.header.dtype() == DType::BOOL {
+            codec::check_bools(&raw.data, 0).at(path)?;
+        }
         let flags = if raw.native { 0 } else { Flags::BIG_ENDIAN };
         raw.header = Header::new(raw.header.dtype(), raw.header.dims())?
             .with_storage(flags, raw.header.nbytes());
@@ -100,30 +188,33 @@ pub fn decoded(path: &Path) -> Result<RawData> {
     Ok(raw)
 }
 
-/// Creates `output` through a temporary file: preallocated, mapped, filled by `fill`,
-/// then renamed into place. On error nothing is left behind.
+/// Creates `output`, preallocated and mapped, filled by `fill`, then placed
+/// (see [`crate::replace`]). On error nothing is left behind.
 fn fill_new_file(
     output: &Path,
-    dtype: DType,
-    dims: &[u64],
+    how: Placement,
+    header: &Header,
     trailer: Vec<u8>,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
-    let header = Header::new(dtype, dims)?;
-    with_temp_file(output, |file, tmp| {
+    build_file(output, how, |new| {
         CreateOptions::new()
             .metadata(trailer)
-            .prepare(file, &header, tmp, output)?;
-        // SAFETY: the temporary file was just created under a unique name that no other
-        // program knows; it is neither truncated nor written elsewhere while mapped.
-        let mut out = unsafe { MappedRaMut::open(tmp) }?;
-        fill(out.data_mut())?;
-        drop(out);
-        fs::rename(tmp, output).map_err(io_at("rename", output))
+            .prepare(new.file(), header, output)?;
+        let file = new.file().try_clone().map_err(io_at("open", output))?;
+        // SAFETY: the new file has no name yet (or a temporary one no other program
+        // knows); nothing else truncates or writes it while it is mapped.
+        let mut out = unsafe { MappedRaMut::map_file(file, output, None) }?;
+        fill(out.data_mut())
     })
 }
 
-fn npy_to_ra(input: &Path, output: &Path, compress: bool, progress: Progress) -> Result<()> {
+fn npy_to_ra(
+    input: &Path,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
     let mut file = File::open(input).map_err(io_at("open", input))?;
     let len = file.metadata().map_err(io_at("stat", input))?.len();
     let nh = npy::read_header(&mut file)?;
@@ -148,6 +239,9 @@ fn npy_to_ra(input: &Path, output: &Path, compress: bool, progress: Progress) ->
         _ => 1,
     };
     let mut fill = |dst: &mut [u8]| -> Result<()> {
+        if dst.is_empty() {
+            return Ok(progress(0, 0));
+        }
         if nh.fortran_order || nh.shape.len() <= 1 {
             for (i, piece) in dst.chunks_mut(PIECE).enumerate() {
                 let off = nh.data_offset + (i * PIECE) as u64;
@@ -166,21 +260,28 @@ fn npy_to_ra(input: &Path, output: &Path, compress: bool, progress: Progress) ->
                 itemsize,
                 dst,
                 progress,
-            );
+            )?;
         }
-        dst.chunks_mut(PIECE)
-            .for_each(|p| codec::swap_bytes(p, swap));
+        dst.chunks_mut(PIECE).for_each(|p| {
+            codec::swap_bytes(p, swap);
+            if dtype == DType::BOOL {
+                // NumPy takes any nonzero byte as True; Julia's Bool is 0 or 1.
+                p.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+            }
+        });
         Ok(())
     };
-    if compress {
+    if options.compress {
         let mut data = vec![0u8; nbytes as usize];
         fill(&mut data)?;
-        return WriteOptions::new()
-            .compress(true)
+        options
+            .write_options()
             .metadata(trailer)
-            .write_bytes(output, &header, &data);
+            .write_bytes(output, &header, &data)?;
+        return stored_raw(options, output);
     }
-    fill_new_file(output, dtype, &nh.shape, trailer, fill)
+    fill_new_file(output, options.placement(), &header, trailer, fill)?;
+    Ok(Converted::default())
 }
 
 /// Reorders C-order elements of `itemsize` bytes into column-major order, slab by slab
@@ -191,34 +292,39 @@ pub fn transpose_c_to_f(
     itemsize: usize,
     dst: &mut [u8],
     progress: Progress,
-) {
-    fn typed<E: bytemuck::Pod>(src: &[u8], shape: &[usize], dst: &mut [u8], progress: Progress) {
-        let s: &[E] = bytemuck::cast_slice(src);
-        let d: &mut [E] = bytemuck::cast_slice_mut(dst);
-        match ArrayViewD::from_shape(IxDyn(shape), s) {
-            Ok(v) => by_slabs(&v, d, std::mem::size_of::<E>(), progress),
-            Err(e) => unreachable!("shape matches the data: {e}"),
-        }
+) -> Result<()> {
+    let bad = |e: &dyn std::fmt::Display| -> Error {
+        ErrorKind::InvalidArgument(format!("shape {shape:?} of {itemsize}-byte items: {e}")).into()
+    };
+    fn typed<E: bytemuck::Pod>(
+        src: &[u8],
+        shape: &[usize],
+        dst: &mut [u8],
+        progress: Progress,
+        bad: impl Fn(&dyn std::fmt::Display) -> Error,
+    ) -> Result<()> {
+        let s: &[E] = bytemuck::try_cast_slice(src).map_err(|e| bad(&e))?;
+        let d: &mut [E] = bytemuck::try_cast_slice_mut(dst).map_err(|e| bad(&e))?;
+        let v = ArrayViewD::from_shape(IxDyn(shape), s).map_err(|e| bad(&e))?;
+        by_slabs(&v, d, std::mem::size_of::<E>(), progress);
+        Ok(())
     }
     match itemsize {
-        1 => typed::<[u8; 1]>(src, shape, dst, progress),
-        2 => typed::<[u8; 2]>(src, shape, dst, progress),
-        4 => typed::<[u8; 4]>(src, shape, dst, progress),
-        8 => typed::<[u8; 8]>(src, shape, dst, progress),
-        16 => typed::<[u8; 16]>(src, shape, dst, progress),
+        1 => typed::<[u8; 1]>(src, shape, dst, progress, bad),
+        2 => typed::<[u8; 2]>(src, shape, dst, progress, bad),
+        4 => typed::<[u8; 4]>(src, shape, dst, progress, bad),
+        8 => typed::<[u8; 8]>(src, shape, dst, progress, bad),
+        16 => typed::<[u8; 16]>(src, shape, dst, progress, bad),
         n => {
             // Bytes as one more, fastest axis in C order; moved first, it is the fastest
             // axis of the column-major output too.
             let mut ext = shape.to_vec();
             ext.push(n);
-            match ArrayViewD::from_shape(IxDyn(&ext), src) {
-                Ok(v) => {
-                    let mut axes: Vec<usize> = (0..ext.len()).collect();
-                    axes.rotate_right(1);
-                    by_slabs(&v.permuted_axes(axes), dst, 1, progress);
-                }
-                Err(e) => unreachable!("shape matches the data: {e}"),
-            }
+            let v = ArrayViewD::from_shape(IxDyn(&ext), src).map_err(|e| bad(&e))?;
+            let mut axes: Vec<usize> = (0..ext.len()).collect();
+            axes.rotate_right(1);
+            by_slabs(&v.permuted_axes(axes), dst, 1, progress);
+            Ok(())
         }
     }
 }
@@ -241,7 +347,12 @@ fn by_slabs<E: Copy>(v: &ArrayViewD<'_, E>, dst: &mut [E], size: usize, progress
     }
 }
 
-fn ra_to_npy(input: &Path, output: &Path, progress: Progress) -> Result<()> {
+fn ra_to_npy(
+    input: &Path,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
     let file = File::open(input).map_err(io_at("open", input))?;
     let len = file.metadata().map_err(io_at("stat", input))?.len();
     let h = read_header_at_start(&file, len)?;
@@ -260,33 +371,50 @@ fn ra_to_npy(input: &Path, output: &Path, progress: Progress) -> Result<()> {
     } else {
         Descr::for_dtype(h.dtype()).ok_or_else(|| no_npy_type(h.dtype()))?
     };
+    npy::check_numpy_shape(h.dims(), descr.itemsize()?)?;
     let npy_header = NpyHeader::encode(&descr, true, h.dims());
     let unit = match h.dtype().swap_unit() {
         Some(unit) if !h.native_endian() => unit,
         _ => 1,
     };
     let size = npy_header.len() as u64 + h.nbytes();
-    atomic_write(output, false, size, |w| {
+    atomic_write(output, options.placement(), size, |w| {
         w.write_all(&npy_header).map_err(io_at("write", output))?;
         if h.encoding() == Encoding::Raw {
             let data = h.data_offset()..h.data_offset() + h.size();
-            let swap = (unit, data.end);
-            copy_pieces((&file, input), data, swap, (w, output), progress)?;
+            let bools = h.dtype() == DType::BOOL;
+            let how = Pieces {
+                unit,
+                swap_end: data.end,
+                bools,
+            };
+            copy_pieces((&file, input), data, how, (w, output), progress)?;
         } else {
             let raw = decoded(input)?;
             w.write_all(&raw.data).map_err(io_at("write", output))?;
             progress(raw.data.len() as u64, raw.data.len() as u64);
         }
         Ok(())
-    })
+    })?;
+    Ok(Converted::default())
 }
 
-/// Copies bytes `range` of `input` to `output` in pieces of [`PIECE`], reversing each
-/// `swap.0`-byte element of those before offset `swap.1`, and reports progress.
+/// What [`copy_pieces`] does to the bytes on their way.
+struct Pieces {
+    /// Reverse each `unit`-byte element ...
+    unit: usize,
+    /// ... of those before this offset.
+    swap_end: u64,
+    /// Check that every byte is a Julia Bool (0 or 1).
+    bools: bool,
+}
+
+/// Copies bytes `range` of `input` to `output` in pieces of [`PIECE`], as `how` says,
+/// and reports progress.
 fn copy_pieces(
     (file, input): (&File, &Path),
     range: std::ops::Range<u64>,
-    (unit, swap_end): (usize, u64),
+    how: Pieces,
     (w, output): (&mut impl Write, &Path),
     progress: Progress,
 ) -> Result<()> {
@@ -297,8 +425,11 @@ fn copy_pieces(
         let n = (range.end - pos).min(PIECE as u64) as usize;
         file.read_exact_at(&mut buf[..n], pos)
             .map_err(io_at("read", input))?;
-        let swapped = swap_end.saturating_sub(pos).min(n as u64) as usize;
-        codec::swap_bytes(&mut buf[..swapped], unit);
+        let swapped = how.swap_end.saturating_sub(pos).min(n as u64) as usize;
+        codec::swap_bytes(&mut buf[..swapped], how.unit);
+        if how.bools {
+            codec::check_bools(&buf[..swapped], pos - range.start)?;
+        }
         w.write_all(&buf[..n]).map_err(io_at("write", output))?;
         pos += n as u64;
         progress(pos - range.start, total);
@@ -310,47 +441,62 @@ fn no_npy_type(d: DType) -> Error {
     ErrorKind::Unsupported(format!("{d} has no NumPy equivalent")).into()
 }
 
-fn png_to_ra(input: &Path, output: &Path, compress: bool) -> Result<()> {
+fn png_to_ra(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
     let f = File::open(input).map_err(io_at("open", input))?;
-    let img = png_io::decode(std::io::BufReader::new(f))?;
+    let len = f.metadata().map_err(io_at("stat", input))?.len();
+    let img = png_io::decode(std::io::BufReader::new(f), len)?;
     let header = Header::new(img.dtype, &img.dims)?;
-    WriteOptions::new()
-        .compress(compress)
-        .write_bytes(output, &header, &img.data)
+    options
+        .write_options()
+        .write_bytes(output, &header, &img.data)?;
+    stored_raw(options, output)
 }
 
-fn ra_to_png(input: &Path, output: &Path) -> Result<()> {
+fn ra_to_png(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
     let raw = decoded(input)?;
-    atomic_write(output, false, raw.data.len() as u64, |w| {
+    atomic_write(output, options.placement(), raw.data.len() as u64, |w| {
         png_io::encode(&raw.header, &raw.data, w)
-    })
+    })?;
+    Ok(Converted::default())
 }
 
-fn ra_to_ra(input: &Path, output: &Path, compress: bool, progress: Progress) -> Result<()> {
+fn ra_to_ra(
+    input: &Path,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
     let file = File::open(input).map_err(io_at("open", input))?;
     let len = file.metadata().map_err(io_at("stat", input))?.len();
     let h = read_header_at_start(&file, len)?;
-    if let (false, Encoding::Raw, Some(unit)) = (compress, h.encoding(), h.dtype().swap_unit()) {
+    if let (false, Encoding::Raw, Some(unit)) =
+        (options.compress, h.encoding(), h.dtype().swap_unit())
+    {
         // Plain to plain (byte-swapped to native): piece by piece, trailer kept.
         let native = Header::new(h.dtype(), h.dims())?;
-        let unit = if h.native_endian() { 1 } else { unit };
-        // Swap data bytes only: the trailer is the user's, copied verbatim.
-        let swap = (unit, h.data_end(len));
-        return atomic_write(output, false, len, |w| {
+        let how = Pieces {
+            unit: if h.native_endian() { 1 } else { unit },
+            // Swap data bytes only: the trailer is the user's, copied verbatim.
+            swap_end: h.data_end(len),
+            bools: h.dtype() == DType::BOOL,
+        };
+        atomic_write(output, options.placement(), len, |w| {
             w.write_all(&native.encode())
                 .map_err(io_at("write", output))?;
             copy_pieces(
                 (&file, input),
                 h.data_offset()..len,
-                swap,
+                how,
                 (w, output),
                 progress,
             )
-        });
+        })?;
+        return Ok(Converted::default());
     }
     let raw = decoded(input)?;
-    WriteOptions::new()
-        .compress(compress)
+    options
+        .write_options()
         .metadata(raw.metadata)
-        .write_bytes(output, &raw.header, &raw.data)
+        .write_bytes(output, &raw.header, &raw.data)?;
+    stored_raw(options, output)
 }

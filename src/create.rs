@@ -1,20 +1,21 @@
 //! Creating a file at its full size, space reserved, ready to be filled in place
 //! (FORMAT.md section 8). No mapping here: `MappedRaMut` maps what this creates.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::dtype::DType;
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::header::Header;
-use crate::owned::with_temp_file;
+use crate::replace::{build_file, Placement};
 
 /// How to create a preallocated file: trailer, and whether to replace an existing one.
 #[derive(Debug, Clone, Default)]
 pub struct CreateOptions {
     metadata: Vec<u8>,
     overwrite: bool,
+    split_links: bool,
 }
 
 impl CreateOptions {
@@ -35,10 +36,26 @@ impl CreateOptions {
         self
     }
 
+    /// With [`overwrite`](Self::overwrite), replace a file that has other hard links
+    /// (see [`WriteOptions::split_links`](crate::WriteOptions::split_links)).
+    pub fn split_links(mut self, yes: bool) -> Self {
+        self.split_links = yes;
+        self
+    }
+
+    pub(crate) fn placement(&self) -> Placement {
+        Placement {
+            overwrite: self.overwrite,
+            durable: false,
+            split_links: self.split_links,
+        }
+    }
+
     /// Creates `path` holding a zeroed array of `dtype` and `dims`, with the whole size
     /// reserved by `fallocate`, so a full disk is this error and never a `SIGBUS` on a
-    /// later page fault. The file is built under a temporary name and moved into place,
-    /// so on any error nothing is left behind and an existing file is untouched.
+    /// later page fault. The file is built unnamed (or under a temporary name) and
+    /// named when complete, so on any error nothing is left behind and an existing
+    /// file is untouched.
     pub fn create_file(
         &self,
         path: impl AsRef<Path>,
@@ -47,23 +64,16 @@ impl CreateOptions {
     ) -> Result<Header> {
         let path = path.as_ref();
         let header = Header::new(dtype, dims).at(path)?;
-        with_temp_file(path, |file, tmp| {
-            self.prepare(file, &header, tmp, path)?;
-            self.place(tmp, path)
-        })
-        .at(path)?;
+        build_file(path, self.placement(), |new| {
+            self.prepare(new.file(), &header, path)
+        })?;
         Ok(header)
     }
 
     /// Reserves the whole size of `file` and writes `header` and the trailer into it
-    /// (`tmp` is its path, `path` the final one, for errors).
-    pub(crate) fn prepare(
-        &self,
-        file: &File,
-        header: &Header,
-        tmp: &Path,
-        path: &Path,
-    ) -> Result<()> {
+    /// (`path` is the final name, for errors).
+    pub(crate) fn prepare(&self, file: &File, header: &Header, path: &Path) -> Result<()> {
+        // Header::new checked that header and data fit in u64.
         let data_end = header.data_offset() + header.size();
         let total = data_end
             .checked_add(self.metadata.len() as u64)
@@ -86,30 +96,9 @@ impl CreateOptions {
             )?;
         }
         file.write_all_at(&header.encode(), 0)
-            .map_err(io_at("write header", tmp))?;
+            .map_err(io_at("write header", path))?;
         file.write_all_at(&self.metadata, data_end)
-            .map_err(io_at("write metadata", tmp))
-    }
-
-    /// Moves the prepared temporary file `tmp` to `path`: by rename when overwriting,
-    /// else by link, which refuses an existing `path` atomically.
-    fn place(&self, tmp: &Path, path: &Path) -> Result<()> {
-        if self.overwrite {
-            fs::rename(tmp, path).map_err(io_at("rename", path))
-        } else {
-            // link() fails if `path` exists: an atomic refuse-to-clobber.
-            fs::hard_link(tmp, path).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    Error::from(ErrorKind::InvalidArgument(
-                        "file exists; pass overwrite to replace it".into(),
-                    ))
-                    .at(path)
-                } else {
-                    io_at("link", path)(e)
-                }
-            })?;
-            fs::remove_file(tmp).map_err(io_at("remove", tmp))
-        }
+            .map_err(io_at("write metadata", path))
     }
 }
 

@@ -118,6 +118,14 @@ pub enum ErrorKind {
         /// The unknown bits.
         unknown: u64,
     },
+    /// Rule 8: the BITS flag on anything but Julia BitArray chunks.
+    #[error("bits flag (0x4) means a Julia BitArray, stored as eltype 5 with elbyte 8; this header has eltype {eltype}, elbyte {elbyte}")]
+    BitsType {
+        /// The `eltype` field.
+        eltype: u64,
+        /// The `elbyte` field.
+        elbyte: u64,
+    },
     /// Rule 9: the requested Rust type does not match the file.
     #[error("type mismatch: file holds {file}, requested {requested}")]
     TypeMismatch {

@@ -53,8 +53,13 @@ pub enum Encoding {
     Raw,
     /// One LZ4 block of `size` bytes decoding to `elbyte × Π dims` bytes.
     Lz4,
-    /// Julia's LEB128 (zig-zag for signed) integers, running to end of file.
+    /// Julia's LEB128 (zig-zag for signed) integers, running to end of file. A header
+    /// never says this alone: decoding tells it from [`Lz4OrLeb128`](Self::Lz4OrLeb128).
     Leb128,
+    /// A compressed integer (or Bool) file whose `size` equals `elbyte × Π dims`: an
+    /// LZ4 block exactly as long as the raw data, or LEB128 running to end of file.
+    /// FORMAT.md section 5: decode as LZ4 first, then as LEB128.
+    Lz4OrLeb128,
     /// Julia BitArray: `⌈Π dims / 64⌉` u64 words of bits.
     Bits,
 }
@@ -66,6 +71,7 @@ impl Encoding {
             Encoding::Raw => None,
             Encoding::Lz4 => Some("lz4"),
             Encoding::Leb128 => Some("leb128"),
+            Encoding::Lz4OrLeb128 => Some("lz4 or leb128"),
             Encoding::Bits => Some("bits"),
         }
     }
@@ -143,6 +149,15 @@ impl Header {
             return Err(ErrorKind::ZeroElbyte.into());
         }
         let (count, nbytes) = shape_bytes(dtype.elbyte, dims)?;
+        // The file must be addressable: header, dims and data within u64.
+        let hlen = header_len(dims.len() as u64).unwrap_or(u64::MAX);
+        if hlen.checked_add(nbytes).is_none() {
+            return Err(ErrorKind::TooLarge {
+                what: "header and data bytes",
+                value: u128::from(hlen) + u128::from(nbytes),
+            }
+            .into());
+        }
         Ok(Header {
             dtype,
             flags: Flags(0),
@@ -214,7 +229,7 @@ impl Header {
         let expected = match h.encoding() {
             Encoding::Raw => Some(nbytes),
             Encoding::Bits => Some(8 * count.div_ceil(64)),
-            Encoding::Lz4 | Encoding::Leb128 => None,
+            Encoding::Lz4 | Encoding::Leb128 | Encoding::Lz4OrLeb128 => None,
         };
         if let Some(expected) = expected {
             if h.size != expected {
@@ -227,7 +242,7 @@ impl Header {
         }
         // Rule 7. The header length fits: rule 3 checked it against the file length.
         let hlen = h.data_offset();
-        if h.encoding() != Encoding::Leb128 {
+        if h.encoding() != Encoding::Lz4OrLeb128 {
             let end = hlen.checked_add(h.size);
             if end.is_none_or(|e| e > file_len) {
                 return Err(ErrorKind::TruncatedData {
@@ -242,6 +257,14 @@ impl Header {
             return Err(ErrorKind::UnsupportedFlags {
                 flags: h.flags.0,
                 unknown: h.flags.unknown(),
+            }
+            .into());
+        }
+        // Rule 8, continued: BITS has one meaning (FORMAT.md section 2).
+        if h.flags.bits() && (f.eltype, f.elbyte) != (5, 8) {
+            return Err(ErrorKind::BitsType {
+                eltype: f.eltype,
+                elbyte: f.elbyte,
             }
             .into());
         }
@@ -300,17 +323,18 @@ impl Header {
         } else if !self.flags.compressed() {
             Encoding::Raw
         } else if self.dtype.is_leb128_capable() && self.size == self.nbytes {
-            Encoding::Leb128
+            Encoding::Lz4OrLeb128
         } else {
             Encoding::Lz4
         }
     }
 
-    /// Offset one past the data segment, where the metadata trailer starts. For the
-    /// LEB128 variant the data runs to the end of the file and there is no trailer.
+    /// Offset one past the data segment, where the metadata trailer starts. For a
+    /// header that may be LEB128 this assumes it is (the data runs to the end of the
+    /// file, no trailer); only decoding can tell (FORMAT.md section 5).
     pub fn data_end(&self, file_len: u64) -> u64 {
         match self.encoding() {
-            Encoding::Leb128 => file_len,
+            Encoding::Leb128 | Encoding::Lz4OrLeb128 => file_len,
             _ => self.data_offset() + self.size,
         }
     }
@@ -489,7 +513,10 @@ mod tests {
     #[test]
     fn encodings() {
         let leb = image(&[MAGIC, 2, 1, 4, 8, 1, 2, 0]);
-        assert_eq!(Header::parse(&leb).unwrap().encoding(), Encoding::Leb128);
+        assert_eq!(
+            Header::parse(&leb).unwrap().encoding(),
+            Encoding::Lz4OrLeb128
+        );
         let lz4 = image(&[MAGIC, 2, 3, 4, 5, 1, 2, 0]);
         assert_eq!(Header::parse(&lz4).unwrap().encoding(), Encoding::Lz4);
         let bits = image(&[MAGIC, 6, 5, 8, 8, 1, 70, 0, 0]);

@@ -48,6 +48,7 @@ pub mod ndl;
 pub mod npy;
 mod owned;
 pub mod png_io;
+mod replace;
 pub mod values;
 mod view;
 

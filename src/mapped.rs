@@ -232,6 +232,20 @@ impl MappedRaMut {
             .write(true)
             .open(path)
             .map_err(io_at("open read-write", path))?;
+        // SAFETY: forwarded: this function's contract is the caller's.
+        unsafe { Self::map_file(file, path, slab) }
+    }
+
+    /// Maps the data of an open read-write `file` (named `path` in messages).
+    ///
+    /// # Safety
+    ///
+    /// As for [`open`](Self::open).
+    pub(crate) unsafe fn map_file(
+        file: File,
+        path: &Path,
+        slab: Option<Range<u64>>,
+    ) -> Result<Self> {
         let len = file.metadata().map_err(io_at("stat", path))?.len();
         let header = read_header_at_start(&file, len).at(path)?;
         let (view_header, offset) = match &slab {

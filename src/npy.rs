@@ -148,35 +148,111 @@ impl<'a> LitParser<'a> {
         }
     }
 
+    /// A Python string literal with Python's escapes (`\\x1b`, `\\u00e9`, octal, ...).
     fn string(&mut self, quote: u8) -> Result<Lit> {
         self.pos += 1;
-        let mut out = Vec::new();
+        let mut out = String::new();
+        let mut run = self.pos;
+        let flush = |p: &Self, out: &mut String, from: usize, to: usize| -> Result<()> {
+            let text = std::str::from_utf8(&p.s[from..to])
+                .map_err(|_| bad("header: string is not valid text"))?;
+            out.push_str(text);
+            Ok(())
+        };
         while let Some(&c) = self.s.get(self.pos) {
-            self.pos += 1;
             match c {
                 _ if c == quote => {
-                    return String::from_utf8(out)
-                        .map(Lit::Str)
-                        .map_err(|_| bad("header: string is not UTF-8"));
+                    flush(self, &mut out, run, self.pos)?;
+                    self.pos += 1;
+                    return Ok(Lit::Str(out));
                 }
                 b'\\' => {
-                    let e = *self
-                        .s
-                        .get(self.pos)
-                        .ok_or_else(|| bad("header: unterminated string"))?;
+                    flush(self, &mut out, run, self.pos)?;
                     self.pos += 1;
-                    out.push(match e {
-                        b'n' => b'\n',
-                        b't' => b'\t',
-                        b'0' => 0,
-                        other => other,
-                    });
+                    self.escape(&mut out)?;
+                    run = self.pos;
                 }
                 b'\n' => return Err(bad("header: newline inside a string")),
-                _ => out.push(c),
+                _ => self.pos += 1,
             }
         }
         Err(bad("header: unterminated string"))
+    }
+
+    /// One escape sequence after its backslash, as Python reads it in a `str` literal.
+    fn escape(&mut self, out: &mut String) -> Result<()> {
+        let e = *self
+            .s
+            .get(self.pos)
+            .ok_or_else(|| bad("header: unterminated string"))?;
+        self.pos += 1;
+        let simple = match e {
+            b'\n' => Some('\n'),
+            b't' => Some('\t'),
+            b'r' => Some('\r'),
+            b'a' => Some('\u{7}'),
+            b'b' => Some('\u{8}'),
+            b'f' => Some('\u{c}'),
+            b'v' => Some('\u{b}'),
+            b'\\' | b'\'' | b'"' => Some(e as char),
+            _ => None,
+        };
+        if let Some(c) = simple {
+            out.push(c);
+            return Ok(());
+        }
+        let code = match e {
+            b'x' => self.hex(2)?,
+            b'u' => self.hex(4)?,
+            b'U' => self.hex(8)?,
+            b'0'..=b'7' => {
+                let mut v = u32::from(e - b'0');
+                for _ in 0..2 {
+                    match self.s.get(self.pos) {
+                        Some(&d @ b'0'..=b'7') => {
+                            v = v * 8 + u32::from(d - b'0');
+                            self.pos += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                v
+            }
+            // Python keeps an unknown escape as it is, backslash included.
+            _ => {
+                out.push('\\');
+                self.pos -= 1;
+                return Ok(());
+            }
+        };
+        out.push(char::from_u32(code).ok_or_else(|| {
+            bad(format!(
+                "header: \\{} escape {code:#x} is not a character",
+                e as char
+            ))
+        })?);
+        Ok(())
+    }
+
+    /// `n` hex digits as a number.
+    fn hex(&mut self, n: usize) -> Result<u32> {
+        let digits = self
+            .s
+            .get(self.pos..self.pos + n)
+            .and_then(|d| std::str::from_utf8(d).ok())
+            .and_then(|d| {
+                u32::from_str_radix(d, 16)
+                    .ok()
+                    .filter(|_| d.bytes().all(|b| b.is_ascii_hexdigit()))
+            })
+            .ok_or_else(|| {
+                bad(format!(
+                    "header: escape needs {n} hex digits at byte {}",
+                    self.pos
+                ))
+            })?;
+        self.pos += n;
+        Ok(digits)
     }
 }
 
@@ -311,7 +387,9 @@ impl Descr {
                         eltype: 2,
                         elbyte: *count,
                     },
-                    'f' => DType {
+                    // NumPy's 'f16' is the platform's long double (x87 80-bit,
+                    // padded, on x86), not the IEEE quad of eltype 3: opaque.
+                    'f' if *count <= 8 => DType {
                         eltype: 3,
                         elbyte: *count,
                     },
@@ -379,6 +457,8 @@ impl Descr {
     }
 }
 
+/// A Python string literal, escaped as Python's `repr` escapes it, so that NumPy
+/// reads back the same name.
 fn quote(s: &str) -> String {
     let mut out = String::from("'");
     for c in s.chars() {
@@ -388,6 +468,14 @@ fn quote(s: &str) -> String {
                 out.push(c);
             }
             '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x100 && c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
             _ => out.push(c),
         }
     }
@@ -519,7 +607,14 @@ impl NpyHeader {
                 bytes.len()
             ))
         })?;
-        let text = std::str::from_utf8(text).map_err(|_| bad("header is not UTF-8 text"))?;
+        // Versions 1 and 2 are Latin-1, as NumPy writes and reads them; 3 is UTF-8.
+        let text: String = if bytes[6] == 3 {
+            std::str::from_utf8(text)
+                .map_err(|_| bad("version 3.0 header is not UTF-8 text"))?
+                .to_owned()
+        } else {
+            text.iter().map(|&b| char::from(b)).collect()
+        };
         let Lit::Dict(items) = parse_literal(text.trim_end_matches(['\n', ' ', '\0']))? else {
             return Err(bad("header is not a dict"));
         };
@@ -578,12 +673,17 @@ impl NpyHeader {
             shape_python(shape)
         );
         let latin1 = dict.chars().all(|c| (c as u32) < 256);
-        let (major, prefix) = if dict.len() + 11 <= 65535 && latin1 {
+        let body: Vec<u8> = if latin1 {
+            dict.chars().map(|c| c as u8).collect()
+        } else {
+            dict.into_bytes()
+        };
+        let (major, prefix) = if body.len() + 11 <= 65535 && latin1 {
             (1u8, 10usize)
         } else {
             (if latin1 { 2 } else { 3 }, 12)
         };
-        let total = (prefix + dict.len() + 1).div_ceil(64) * 64;
+        let total = (prefix + body.len() + 1).div_ceil(64) * 64;
         let hlen = total - prefix;
         let mut out = Vec::with_capacity(total);
         out.extend_from_slice(NPY_MAGIC);
@@ -593,11 +693,32 @@ impl NpyHeader {
         } else {
             out.extend((hlen as u32).to_le_bytes());
         }
-        out.extend(dict.as_bytes());
+        out.extend(body);
         out.resize(total - 1, b' ');
         out.push(b'\n');
         out
     }
+}
+
+/// Checks that NumPy can hold an array of `shape` with `itemsize`-byte elements: every
+/// extent at most 2^63 − 1, and `itemsize × Π (nonzero extents)` too (NumPy refuses a
+/// larger shape even when another extent is zero).
+pub fn check_numpy_shape(shape: &[u64], itemsize: u64) -> Result<()> {
+    let limit = i64::MAX as u64;
+    let bytes = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(itemsize, |acc, &d| {
+            acc.checked_mul(d).filter(|&b| b <= limit)
+        });
+    if shape.iter().any(|&d| d > limit) || bytes.is_none() {
+        return Err(ErrorKind::Unsupported(format!(
+            "NumPy cannot hold shape {shape:?} of {itemsize}-byte elements: each extent and \
+             the bytes of the nonzero extents must be at most 2^63 - 1"
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// Reads and parses an NPY header from the start of `r`, reading no more than the

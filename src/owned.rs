@@ -5,10 +5,9 @@
 //! may change underneath, and the fast one on network file systems where page faults
 //! are slow.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 use std::sync::mpsc;
 
 use ndarray::{ArrayBase, ArrayD, ArrayViewD, Data, Dimension, IxDyn, ShapeBuilder};
@@ -18,6 +17,7 @@ use crate::dtype::{check_type, DType, Element};
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::header::{Encoding, Flags, Header, FIXED_LEN};
 use crate::layout::for_each_fortran_chunk;
+use crate::replace::{build_file, Placement};
 use crate::view::shape_usize;
 
 /// Files up to this size are read with a single `read` and decoded from memory.
@@ -146,16 +146,26 @@ fn read_vec<T: bytemuck::Pod>(
     }
 }
 
-/// Reads and decodes the data segment into `elbyte × Π dims` bytes' worth of `T`s
-/// (for BitArrays: the stored words), swapping to native order when `swap_unit` is
-/// given and the data is not native. Returns the data and whether it is native.
+/// A decoded data segment.
+struct Body<T> {
+    /// `elbyte × Π dims` bytes' worth of `T`s (for BitArrays: the stored words).
+    data: Vec<T>,
+    /// Whether `data` is in native byte order.
+    native: bool,
+    /// The trailer, when finding the data's end meant reading to end of input.
+    trailer: Option<Vec<u8>>,
+}
+
+/// Reads and decodes the data segment, swapping to native order where the element
+/// layout is known.
 fn read_body<T: bytemuck::Pod>(
     r: &mut impl Read,
     h: &Header,
     file_len: Option<u64>,
-) -> Result<(Vec<T>, bool)> {
+) -> Result<Body<T>> {
     let trusted = file_len.is_some();
     let off = h.data_offset();
+    let mut trailer = None;
     let mut data: Vec<T> = match h.encoding() {
         Encoding::Raw | Encoding::Bits => read_vec(r, h.size(), trusted, off)?,
         Encoding::Lz4 => {
@@ -165,13 +175,14 @@ fn read_body<T: bytemuck::Pod>(
             codec::lz4_decode(&stored, bytemuck::cast_slice_mut(&mut out))?;
             out
         }
-        Encoding::Leb128 => {
+        Encoding::Lz4OrLeb128 | Encoding::Leb128 => {
             let mut stored = Vec::new();
             r.read_to_end(&mut stored)
                 .map_err(|e| Error::io("read", e))?;
+            // Both encodings need at least a byte per value: check before allocating.
             if h.count() > stored.len() as u64 {
                 return Err(Error::decode(
-                    "leb128",
+                    "lz4 or leb128",
                     format!(
                         "{} values need at least {} bytes, {} present",
                         h.count(),
@@ -181,20 +192,32 @@ fn read_body<T: bytemuck::Pod>(
                 ));
             }
             let mut out = zeroed_for::<T>(h.nbytes())?;
-            codec::leb128_decode(&stored, h.dtype(), bytemuck::cast_slice_mut(&mut out))?;
-            return Ok((out, true));
+            match codec::decode_lz4_or_leb128(&stored, h, bytemuck::cast_slice_mut(&mut out))? {
+                Encoding::Lz4 => trailer = Some(stored.split_off(h.size() as usize)),
+                _ => {
+                    return Ok(Body {
+                        data: out,
+                        native: true,
+                        trailer: Some(Vec::new()),
+                    })
+                }
+            }
+            out
         }
     };
-    if h.native_endian() {
-        return Ok((data, true));
-    }
-    match h.dtype().swap_unit() {
-        Some(unit) => {
-            codec::swap_bytes(bytemuck::cast_slice_mut(&mut data), unit);
-            Ok((data, true))
-        }
-        None => Ok((data, false)),
-    }
+    let native = if h.native_endian() {
+        true
+    } else if let Some(unit) = h.dtype().swap_unit() {
+        codec::swap_bytes(bytemuck::cast_slice_mut(&mut data), unit);
+        true
+    } else {
+        false
+    };
+    Ok(Body {
+        data,
+        native,
+        trailer,
+    })
 }
 
 fn zeroed_for<T: bytemuck::Pod>(nbytes: u64) -> Result<Vec<T>> {
@@ -224,7 +247,7 @@ pub(crate) fn read_typed<T: Element>(
         )
         .into());
     }
-    let (data, native) = read_body::<T>(r, &h, file_len)?;
+    let Body { data, native, .. } = read_body::<T>(r, &h, file_len)?;
     if !native {
         return Err(ErrorKind::Unsupported(format!(
             "cannot byte-swap big-endian {} elements (layout unknown); use rastore::read_raw",
@@ -262,7 +285,7 @@ pub fn read_from<T: Element>(mut r: impl Read) -> Result<ArrayD<T>> {
 fn read_bool_impl(r: &mut impl Read, file_len: Option<u64>) -> Result<ArrayD<bool>> {
     let h = read_header(r, file_len)?;
     let values = if h.encoding() == Encoding::Bits {
-        let (words, _) = read_body::<u8>(r, &h, file_len)?;
+        let words = read_body::<u8>(r, &h, file_len)?.data;
         let count = usize::try_from(h.count()).map_err(|_| ErrorKind::TooLarge {
             what: "element count",
             value: h.count().into(),
@@ -276,8 +299,8 @@ fn read_bool_impl(r: &mut impl Read, file_len: Option<u64>) -> Result<ArrayD<boo
                 requested: DType::BOOL,
             })
         })?;
-        let (bytes, _) = read_body::<u8>(r, &h, file_len)?;
-        codec::check_bools(&bytes)?;
+        let bytes = read_body::<u8>(r, &h, file_len)?.data;
+        codec::check_bools(&bytes, 0)?;
         bytes.into_iter().map(|b| b == 1).collect()
     };
     into_array(&h, values)
@@ -298,16 +321,20 @@ pub fn read_bool_from(mut r: impl Read) -> Result<ArrayD<bool>> {
 
 fn read_raw_impl(r: &mut impl Read, file_len: Option<u64>) -> Result<RawData> {
     let header = read_header(r, file_len)?;
-    let (data, native) = read_body::<u8>(r, &header, file_len)?;
-    let mut metadata = Vec::new();
-    if header.encoding() != Encoding::Leb128 {
-        r.read_to_end(&mut metadata)
-            .map_err(|e| Error::io("read metadata", e))?;
-    }
+    let body = read_body::<u8>(r, &header, file_len)?;
+    let metadata = match body.trailer {
+        Some(t) => t,
+        None => {
+            let mut t = Vec::new();
+            r.read_to_end(&mut t)
+                .map_err(|e| Error::io("read metadata", e))?;
+            t
+        }
+    };
     Ok(RawData {
         header,
-        data,
-        native,
+        data: body.data,
+        native: body.native,
         metadata,
     })
 }
@@ -337,6 +364,8 @@ pub struct WriteOptions {
     metadata: Vec<u8>,
     compress: bool,
     durable: bool,
+    split_links: bool,
+    keep_existing: bool,
 }
 
 impl WriteOptions {
@@ -357,6 +386,29 @@ impl WriteOptions {
         self
     }
 
+    /// Replace a file that has other hard links: this name gets the new file, the
+    /// other names keep the old one. Without it such a file is refused, since the
+    /// split would go unnoticed.
+    pub fn split_links(mut self, yes: bool) -> Self {
+        self.split_links = yes;
+        self
+    }
+
+    /// Replace an existing file (the default); `false` refuses it with an error, and
+    /// the check and the naming are one atomic step.
+    pub fn overwrite(mut self, yes: bool) -> Self {
+        self.keep_existing = !yes;
+        self
+    }
+
+    pub(crate) fn placement(&self) -> Placement {
+        Placement {
+            overwrite: !self.keep_existing,
+            durable: self.durable,
+            split_links: self.split_links,
+        }
+    }
+
     /// Sync the file before the rename and the directory after it, so that a power
     /// loss leaves either the old file or the new one.
     pub fn durable(mut self, yes: bool) -> Self {
@@ -364,8 +416,10 @@ impl WriteOptions {
         self
     }
 
-    /// Writes `array` to `path` atomically: to a temporary file in the same directory,
-    /// renamed over `path` when complete.
+    /// Writes `array` to `path` atomically: the new file is built unnamed (or under a
+    /// temporary name) in the same directory and takes the name when complete. A
+    /// symbolic link is followed and stays; an existing file's permissions are kept;
+    /// a file with other hard links is refused unless [`split_links`](Self::split_links).
     pub fn write<T, S, D>(&self, path: impl AsRef<Path>, array: &ArrayBase<S, D>) -> Result<()>
     where
         T: Element,
@@ -375,7 +429,7 @@ impl WriteOptions {
         let path = path.as_ref();
         let size = (FIXED_LEN + 8 * array.ndim() + self.metadata.len()) as u64
             + (array.len() as u64).saturating_mul(std::mem::size_of::<T>() as u64);
-        atomic_write(path, self.durable, size, |w| self.write_to(w, array)).at(path)
+        atomic_write(path, self.placement(), size, |w| self.write_to(w, array)).at(path)
     }
 
     /// Writes `array` as a RawArray stream to `w`. Only LZ4 compression holds the whole
@@ -411,7 +465,7 @@ impl WriteOptions {
     pub fn write_bytes(&self, path: impl AsRef<Path>, header: &Header, data: &[u8]) -> Result<()> {
         let path = path.as_ref();
         let size = header.data_offset() + data.len() as u64 + self.metadata.len() as u64;
-        atomic_write(path, self.durable, size, |w| {
+        atomic_write(path, self.placement(), size, |w| {
             self.write_bytes_to(w, header, data)
         })
         .at(path)
@@ -515,75 +569,22 @@ where
     WriteOptions::new().write_to(w, array)
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A unique temporary path beside `path`: `.NAME.PID.N.tmp`.
-fn temp_path(path: &Path) -> Result<PathBuf> {
-    let name = path.file_name().ok_or_else(|| {
-        ErrorKind::InvalidArgument(format!("{} has no file name", path.display()))
-    })?;
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = format!(".{}.{}.{n}.tmp", name.to_string_lossy(), std::process::id());
-    Ok(path.with_file_name(tmp))
-}
-
-/// The directory holding `path` (`.` for a bare file name).
-pub(crate) fn parent_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// Creates a new temporary file beside `path` (read-write, unique name) and runs
-/// `build(file, tmp)`, which is to move it into place; on any error the temporary file
-/// is removed. Every whole-file writer goes through here (FORMAT.md section 8).
-pub(crate) fn with_temp_file<R>(
-    path: &Path,
-    build: impl FnOnce(&File, &Path) -> Result<R>,
-) -> Result<R> {
-    let tmp = temp_path(path)?;
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(io_at("create", &tmp))?;
-    let result = build(&file, &tmp);
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
-/// Writes through `fill` into a temporary file beside `path`, then renames it over
-/// `path` (FORMAT.md section 8). On any error the temporary file is removed.
+/// Writes through `fill` into a new file that replaces `path` when complete
+/// (FORMAT.md section 8; see [`crate::replace`] for links, permissions and names).
 ///
 /// `size_hint` is the expected file size: the write buffer is no larger (at most
 /// 1 MiB), so writing a small file costs no 1 MiB allocation (an mmap and a munmap).
 pub(crate) fn atomic_write(
     path: &Path,
-    durable: bool,
+    how: Placement,
     size_hint: u64,
     fill: impl FnOnce(&mut BufWriter<&File>) -> Result<()>,
 ) -> Result<()> {
-    with_temp_file(path, |file, tmp| {
-        let mut w = BufWriter::with_capacity(size_hint.clamp(1, 1 << 20) as usize, file);
+    build_file(path, how, |new| {
+        let mut w = BufWriter::with_capacity(size_hint.clamp(1, 1 << 20) as usize, new.file());
         fill(&mut w)?;
-        w.flush().map_err(io_at("write", tmp))?;
-        drop(w);
-        if durable {
-            file.sync_all().map_err(io_at("fsync", tmp))?;
-        }
-        fs::rename(tmp, path).map_err(io_at("rename", path))
-    })?;
-    if durable {
-        let dir = parent_dir(path);
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io_at("fsync directory", dir))?;
-    }
-    Ok(())
+        w.flush().map_err(io_at("write", path))
+    })
 }
 
 /// Reads and validates only the header of `path`; returns it with the file's length.
@@ -594,12 +595,28 @@ pub fn read_header_at(path: impl AsRef<Path>) -> Result<(Header, u64)> {
     Ok((h, len))
 }
 
+/// Where the data segment of an open file ends and its trailer starts. Only a header
+/// that fits both LZ4 and LEB128 (FORMAT.md section 5) needs its data decoded for this.
+pub(crate) fn data_end_at(file: &File, h: &Header, len: u64) -> Result<u64> {
+    if h.encoding() != Encoding::Lz4OrLeb128 {
+        return Ok(h.data_end(len));
+    }
+    let mut stored = vec![0u8; (len - h.data_offset()) as usize];
+    std::os::unix::fs::FileExt::read_exact_at(file, &mut stored, h.data_offset())
+        .map_err(|e| Error::io("read", e))?;
+    let mut out = zeroed_for::<u8>(h.nbytes())?;
+    Ok(match codec::decode_lz4_or_leb128(&stored, h, &mut out)? {
+        Encoding::Lz4 => h.data_offset() + h.size(),
+        _ => len,
+    })
+}
+
 /// Reads the metadata trailer of `path` (every byte after the data segment).
 pub fn read_metadata(path: impl AsRef<Path>) -> Result<Vec<u8>> {
     let path = path.as_ref();
     let (mut f, len) = open_len(path)?;
     let h = read_header_at_start(&f, len).at(path)?;
-    let start = h.data_end(len);
+    let start = data_end_at(&f, &h, len).at(path)?;
     let mut out = Vec::new();
     io::Seek::seek(&mut f, io::SeekFrom::Start(start)).map_err(io_at("seek", path))?;
     f.read_to_end(&mut out)
@@ -608,11 +625,12 @@ pub fn read_metadata(path: impl AsRef<Path>) -> Result<Vec<u8>> {
 }
 
 /// Rewrites `path` with the header `new(old header)`, the data segment copied byte for
-/// byte, then `trailer` (`None`: the old one, copied too), into a new file renamed over
+/// byte, then `trailer` (`None`: the old one, copied too), into a new file placed over
 /// `path`: a live mapping of the old file keeps its contents (no file is truncated in
 /// place). Returns the new header.
 fn rewrite(
     path: &Path,
+    how: Placement,
     new: impl FnOnce(&Header) -> Result<Header>,
     trailer: Option<&[u8]>,
 ) -> Result<Header> {
@@ -620,19 +638,22 @@ fn rewrite(
     let old = read_header_at_start(&f, len).at(path)?;
     let header = new(&old).at(path)?;
     let copy_end = match trailer {
-        Some(t) if old.encoding() == Encoding::Leb128 && !t.is_empty() => {
-            return Err(ErrorKind::Unsupported(
-                "a LEB128 file's data runs to end of file: it cannot carry a trailer".into(),
-            )
-            .into());
+        Some(t) => {
+            let end = data_end_at(&f, &old, len).at(path)?;
+            if end == len && old.encoding() == Encoding::Lz4OrLeb128 && !t.is_empty() {
+                return Err(ErrorKind::Unsupported(
+                    "a LEB128 file's data runs to end of file: it cannot carry a trailer".into(),
+                )
+                .into());
+            }
+            end
         }
-        Some(_) => old.data_end(len),
         None => len,
     };
     let copy_len = copy_end - old.data_offset();
     let trailer = trailer.unwrap_or_default();
     let size = header.data_offset() + copy_len + trailer.len() as u64;
-    atomic_write(path, false, size, |w| {
+    atomic_write(path, how, size, |w| {
         w.write_all(&header.encode())
             .map_err(io_at("write", path))?;
         let mut data = &f;
@@ -652,27 +673,43 @@ fn rewrite(
     Ok(header)
 }
 
-/// Replaces the metadata trailer of `path`, leaving header and data as they are.
+/// Replaces the metadata trailer of `path`, leaving header and data as they are
+/// (with default [`WriteOptions`]).
 pub fn replace_metadata(path: impl AsRef<Path>, trailer: &[u8]) -> Result<()> {
-    rewrite(path.as_ref(), |old| Ok(old.clone()), Some(trailer)).map(drop)
+    WriteOptions::new().replace_metadata(path, trailer)
 }
 
-/// Gives `path` new dims with the same element count. With the same number of dims
-/// the header is rewritten in place (same length, data untouched); otherwise the file
-/// is rewritten atomically with the trailer kept.
+/// Gives `path` new dims with the same element count (with default [`WriteOptions`]).
 pub fn reshape(path: impl AsRef<Path>, dims: &[u64]) -> Result<Header> {
-    let path = path.as_ref();
-    let (old, _) = read_header_at(path)?;
-    let new = old.reshaped(dims).at(path)?;
-    if new.ndims() == old.ndims() {
-        let f = OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(io_at("open read-write", path))?;
-        std::os::unix::fs::FileExt::write_all_at(&f, &new.encode(), 0)
-            .map_err(io_at("write header", path))?;
-        Ok(new)
-    } else {
-        rewrite(path, |old| old.reshaped(dims), None)
+    WriteOptions::new().reshape(path, dims)
+}
+
+impl WriteOptions {
+    /// Replaces the metadata trailer of `path`, leaving header and data as they are.
+    /// The file is rewritten and placed over the old one (see [`write`](Self::write)).
+    pub fn replace_metadata(&self, path: impl AsRef<Path>, trailer: &[u8]) -> Result<()> {
+        let how = self.placement();
+        rewrite(path.as_ref(), how, |old| Ok(old.clone()), Some(trailer)).map(drop)
+    }
+
+    /// Gives `path` new dims with the same element count, in column-major order (the
+    /// bytes do not move: NumPy's `reshape(order='F')`). With the same number of dims
+    /// the header is rewritten in place (same length, data untouched, through any
+    /// symbolic link); otherwise the file is rewritten with the trailer kept.
+    pub fn reshape(&self, path: impl AsRef<Path>, dims: &[u64]) -> Result<Header> {
+        let path = path.as_ref();
+        let (old, _) = read_header_at(path)?;
+        let new = old.reshaped(dims).at(path)?;
+        if new.ndims() == old.ndims() {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(io_at("open read-write", path))?;
+            std::os::unix::fs::FileExt::write_all_at(&f, &new.encode(), 0)
+                .map_err(io_at("write header", path))?;
+            Ok(new)
+        } else {
+            rewrite(path, self.placement(), |old| old.reshaped(dims), None)
+        }
     }
 }

@@ -1,17 +1,33 @@
 //! PNG images as RawArrays (FORMAT.md section 7).
 //!
-//! 8- and 16-bit images map to uint8 / uint16. Grayscale is dims `[width, height]`;
-//! gray+alpha, RGB and RGBA are `[channels, width, height]`, interleaved as PNG stores
-//! them, so the conversion is a byte copy (16-bit samples swapped from PNG's big-endian
-//! to native). Palette and sub-byte images are expanded to 8 bits. Writing a PNG from
-//! any other element type scales min..max to 0..255 in grayscale.
+//! 8- and 16-bit images map to uint8 / uint16 and keep the logical image that NumPy
+//! and Pillow, MATLAB and Julia show: grayscale is dims `[height, width]`; gray+alpha,
+//! RGB and RGBA are `[height, width, channels]`, so pixel (x, y) is `v[[y, x]]` or
+//! `v[[y, x, c]]`. PNG stores rows one after another and RawArray the first dim
+//! fastest, so both directions transpose. Palette and sub-byte images are expanded to
+//! 8 bits. Writing a PNG from any other element type scales min..max to 0..255 in
+//! grayscale.
+//!
+//! Decoding sizes nothing from the image header alone: rows are collected as they
+//! decode, so a small file claiming a huge image fails when its data runs out, having
+//! allocated only what the data held. (Interlaced images decode whole, after a check
+//! that deflate's 1032:1 limit lets the file hold that much.)
 
 use std::io::{BufRead, Seek, Write};
+
+use ndarray::{ArrayViewD, IxDyn, ShapeBuilder};
 
 use crate::dtype::{DType, Kind};
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::Header;
+use crate::layout::copy_to_fortran;
 use crate::values::Value;
+
+/// The most bytes deflate can expand one compressed byte to.
+const DEFLATE_MAX_RATIO: u64 = 1032;
+
+/// The png crate's own allocations (text, ICC profiles, line buffers).
+const DECODER_LIMIT_BYTES: usize = 64 << 20;
 
 fn png_err(e: impl std::fmt::Display) -> Error {
     Error::decode("png", e.to_string())
@@ -22,79 +38,151 @@ fn png_err(e: impl std::fmt::Display) -> Error {
 pub struct Image {
     /// uint8 or uint16.
     pub dtype: DType,
-    /// `[w, h]` or `[c, w, h]`.
+    /// `[height, width]` or `[height, width, channels]`.
     pub dims: Vec<u64>,
-    /// The samples, column-major (channel fastest, then x, then y).
+    /// The samples, column-major (y fastest, then x, then channel).
     pub data: Vec<u8>,
 }
 
-/// Decodes a PNG into RawArray order.
-pub fn decode(r: impl BufRead + Seek) -> Result<Image> {
-    let mut decoder = png::Decoder::new(r);
+/// Decodes a PNG of `input_len` bytes into RawArray order.
+pub fn decode(r: impl BufRead + Seek, input_len: u64) -> Result<Image> {
+    let mut decoder = png::Decoder::new_with_limits(
+        r,
+        png::Limits {
+            bytes: DECODER_LIMIT_BYTES,
+        },
+    );
     decoder.set_transformations(png::Transformations::EXPAND);
     let mut reader = decoder.read_info().map_err(png_err)?;
-    let size = reader
-        .output_buffer_size()
+    let info = reader.info();
+    let (w, h) = (info.width, info.height);
+    let interlaced = info.interlaced;
+    let raw = (info.raw_bytes() as u64).max(1);
+    let (color, depth) = reader.output_color_type();
+    let channels = color.samples();
+    let line = reader
+        .output_line_size(w)
         .ok_or_else(|| png_err("image too large"))?;
-    let mut data = vec![0u8; size];
-    let info = reader.next_frame(&mut data).map_err(png_err)?;
-    data.truncate(info.buffer_size());
-    let channels = info.color_type.samples() as u64;
-    let (w, h) = (u64::from(info.width), u64::from(info.height));
-    let dtype = match info.bit_depth {
-        png::BitDepth::Sixteen => {
-            crate::codec::swap_bytes(&mut data, if cfg!(target_endian = "big") { 1 } else { 2 });
-            DType::U16
+    let rows = if interlaced {
+        if raw / DEFLATE_MAX_RATIO > input_len {
+            return Err(png_err(format!(
+                "the header says {w} × {h} pixels ({raw} bytes of image data); a {input_len}-byte file cannot hold that much"
+            )));
         }
-        _ => DType::U8,
-    };
-    let dims = if channels == 1 {
-        vec![w, h]
+        let size = reader
+            .output_buffer_size()
+            .ok_or_else(|| png_err("image too large"))?;
+        let mut data = vec![0u8; size];
+        let frame = reader.next_frame(&mut data).map_err(png_err)?;
+        data.truncate(frame.buffer_size());
+        data
     } else {
-        vec![channels, w, h]
+        let mut data = Vec::new();
+        while let Some(row) = reader.next_row().map_err(png_err)? {
+            data.extend_from_slice(&row.data()[..line.min(row.data().len())]);
+        }
+        data
     };
-    Ok(Image { dtype, dims, data })
+    let expected = line as u64 * u64::from(h);
+    if rows.len() as u64 != expected {
+        return Err(png_err(format!(
+            "decoded {} bytes of rows, {w} × {h} pixels need {expected}",
+            rows.len()
+        )));
+    }
+    let mut shape = vec![h as usize, w as usize];
+    if channels > 1 {
+        shape.push(channels);
+    }
+    let mut data = vec![0u8; rows.len()];
+    let dtype = if depth == png::BitDepth::Sixteen {
+        c_to_fortran::<[u8; 2]>(&rows, &shape, &mut data)?;
+        // PNG samples are big-endian.
+        crate::codec::swap_bytes(&mut data, if cfg!(target_endian = "big") { 1 } else { 2 });
+        DType::U16
+    } else {
+        c_to_fortran::<[u8; 1]>(&rows, &shape, &mut data)?;
+        DType::U8
+    };
+    Ok(Image {
+        dtype,
+        dims: shape.iter().map(|&d| d as u64).collect(),
+        data,
+    })
+}
+
+/// Reorders row-major elements of `shape` into column-major order.
+fn c_to_fortran<E: bytemuck::Pod>(src: &[u8], shape: &[usize], dst: &mut [u8]) -> Result<()> {
+    let s: &[E] = bytemuck::try_cast_slice(src).map_err(png_err)?;
+    let v = ArrayViewD::from_shape(IxDyn(shape), s).map_err(png_err)?;
+    copy_to_fortran(&v, bytemuck::try_cast_slice_mut(dst).map_err(png_err)?);
+    Ok(())
+}
+
+/// Reorders column-major elements of `shape` into row-major order.
+fn fortran_to_c<E: bytemuck::Pod>(src: &[u8], shape: &[usize]) -> Result<Vec<u8>> {
+    let s: &[E] = bytemuck::try_cast_slice(src).map_err(png_err)?;
+    let v = ArrayViewD::from_shape(IxDyn(shape).f(), s).map_err(png_err)?;
+    let mut out = vec![0u8; src.len()];
+    copy_to_fortran(
+        &v.reversed_axes(),
+        bytemuck::try_cast_slice_mut(&mut out).map_err(png_err)?,
+    );
+    Ok(out)
 }
 
 /// Encodes RawArray data (native order, decoded) as a PNG.
 pub fn encode(header: &Header, data: &[u8], w: impl Write) -> Result<()> {
     let dims = header.dims();
     let dtype = header.dtype();
-    let (channels, width, height) = match *dims {
-        [w, h] => (1, w, h),
-        [c @ 1..=4, w, h] => (c, w, h),
+    let (height, width, channels) = match *dims {
+        [h, w] => (h, w, 1),
+        [h, w, c @ 1..=4] => (h, w, c),
         _ => {
             return Err(ErrorKind::Unsupported(format!(
-                "a PNG needs dims [width, height] or [channels ≤ 4, width, height], not {dims:?}"
+                "a PNG needs dims [height, width] or [height, width, channels ≤ 4], not {dims:?}"
             ))
             .into())
         }
     };
     let too_big = |v: u64| {
-        u32::try_from(v)
-            .map_err(|_| ErrorKind::Unsupported(format!("{v} pixels is too wide for PNG")))
+        u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
+            ErrorKind::Unsupported(format!("a PNG cannot be {v} pixels wide or high"))
+        })
     };
     let (width, height) = (too_big(width)?, too_big(height)?);
-    let typed = matches!(dtype, DType::U8 | DType::U16);
-    let (color, samples) = if typed {
-        let color = match channels {
-            1 => png::ColorType::Grayscale,
-            2 => png::ColorType::GrayscaleAlpha,
-            3 => png::ColorType::Rgb,
-            _ => png::ColorType::Rgba,
-        };
-        let mut bytes = data.to_vec();
-        if dtype == DType::U16 && cfg!(target_endian = "little") {
-            crate::codec::swap_bytes(&mut bytes, 2);
+    let shape = [height as usize, width as usize, channels as usize];
+    let (color, samples) = match dtype {
+        DType::U8 | DType::U16 => {
+            let color = match channels {
+                1 => png::ColorType::Grayscale,
+                2 => png::ColorType::GrayscaleAlpha,
+                3 => png::ColorType::Rgb,
+                _ => png::ColorType::Rgba,
+            };
+            let mut bytes = if dtype == DType::U16 {
+                fortran_to_c::<[u8; 2]>(data, &shape)?
+            } else {
+                fortran_to_c::<[u8; 1]>(data, &shape)?
+            };
+            if dtype == DType::U16 && cfg!(target_endian = "little") {
+                crate::codec::swap_bytes(&mut bytes, 2);
+            }
+            (color, bytes)
         }
-        (color, bytes)
-    } else if channels == 1 && dtype.kind() != Kind::User && dtype.kind() != Kind::Other {
-        (png::ColorType::Grayscale, scale_to_u8(dtype, data))
-    } else {
-        return Err(ErrorKind::Unsupported(format!(
-            "a {dtype} image must be 2-D ([width, height]) to be scaled to grayscale"
-        ))
-        .into());
+        _ if channels == 1 && !matches!(dtype.kind(), Kind::User | Kind::Other) => {
+            let scaled = scale_to_u8(dtype, data);
+            (
+                png::ColorType::Grayscale,
+                fortran_to_c::<[u8; 1]>(&scaled, &shape)?,
+            )
+        }
+        _ => {
+            return Err(ErrorKind::Unsupported(format!(
+                "a {dtype} image must be 2-D ([height, width]) to be scaled to grayscale"
+            ))
+            .into())
+        }
     };
     let mut enc = png::Encoder::new(w, width, height);
     enc.set_color(color);

@@ -30,7 +30,7 @@ fn check_viewable<T: Element>(header: &Header) -> Result<()> {
     check_type::<T>(header.dtype())?;
     let reason = match header.encoding() {
         Encoding::Bits => Some(ViewRefusal::BitPacked),
-        Encoding::Lz4 | Encoding::Leb128 => Some(ViewRefusal::Compressed),
+        Encoding::Lz4 | Encoding::Leb128 | Encoding::Lz4OrLeb128 => Some(ViewRefusal::Compressed),
         Encoding::Raw if !header.native_endian() && header.dtype().elbyte > 1 => {
             Some(ViewRefusal::NonNativeEndian)
         }

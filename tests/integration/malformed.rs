@@ -277,13 +277,19 @@ fn no_subcommand_shrinks_a_file_in_place() {
         ),
         (
             "convert.ra",
-            vec!["convert".into(), small.clone(), s("convert.ra")],
+            vec![
+                "convert".into(),
+                "--overwrite".into(),
+                small.clone(),
+                s("convert.ra"),
+            ],
         ),
         (
             "compress.ra",
             vec![
                 "convert".into(),
                 "--compress".into(),
+                "--overwrite".into(),
                 s("compress.ra"),
                 s("compress.ra"),
             ],

@@ -231,16 +231,26 @@ fn leb128_julia_variant_decodes() {
     assert_eq!(a.shape(), &[4, 2]);
     assert_eq!(a.t().iter().copied().collect::<Vec<_>>(), vals);
     assert_eq!(refusal::<i32>(&p), ViewRefusal::Compressed);
-    // Extra bytes after the values are an error, not silently ignored.
+    // Extra bytes after the values are an error, not silently ignored; the message
+    // names both attempts (FORMAT.md section 5).
     b.push(5);
     std::fs::write(&p, &b).unwrap();
-    assert!(matches!(
-        rastore::read::<i32>(&p).unwrap_err().kind(),
-        ErrorKind::Decode {
-            codec: "leb128",
-            ..
-        }
-    ));
+    let e = rastore::read::<i32>(&p).unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::Decode {
+                codec: "lz4 or leb128",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains("as an LZ4 block") && msg.contains("1 bytes left over after 8 values"),
+        "{msg}"
+    );
 }
 
 /// A type that claims BitArray chunks, to reach the view's packed-bits refusal.

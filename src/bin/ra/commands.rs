@@ -2,15 +2,12 @@
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use rastore::convert::decoded;
-use rastore::values::Value;
-use rastore::{DType, Encoding, Header};
+use rastore::convert::{decoded, ConvertOptions};
+use rastore::{DType, Encoding, Header, WriteOptions};
 
-use crate::slice;
-use crate::{one_line, Fail, Outcome};
+use crate::{elements, slice, term, Fail, Outcome};
 
 #[derive(clap::Args)]
 pub struct CreateArgs {
@@ -19,12 +16,15 @@ pub struct CreateArgs {
     /// Element type: a name (float32, int16, complex64, user<12>) or a short code (f32, i16, c64).
     #[arg(long)]
     dtype: DType,
-    /// Dims, first fastest, comma-separated: 4096,4096,16 (empty for a 0-d scalar).
-    #[arg(long, value_delimiter = ',', num_args = 0..)]
+    /// Dims, first fastest, comma-separated: 4096,4096,16 (`--shape ''` for a 0-d scalar).
+    #[arg(long, required = true, value_delimiter = ',', num_args = 0..)]
     shape: Vec<u64>,
     /// Replace an existing file.
     #[arg(long)]
     overwrite: bool,
+    /// With --overwrite, replace a file that has other hard links (they keep the old one).
+    #[arg(long)]
+    split_links: bool,
     /// A file whose bytes become the metadata trailer.
     #[arg(long)]
     metadata: Option<PathBuf>,
@@ -73,6 +73,9 @@ pub struct MetaArgs {
     /// Replace the trailer with the bytes of this file (- for standard input); the data is untouched.
     #[arg(long, value_name = "SRC")]
     set: Option<PathBuf>,
+    /// Replace a file that has other hard links (they keep the old one).
+    #[arg(long)]
+    split_links: bool,
 }
 
 #[derive(clap::Args)]
@@ -90,6 +93,9 @@ pub struct ReshapeArgs {
     /// New dims, comma-separated, with the same element count.
     #[arg(value_delimiter = ',', num_args = 1..)]
     dims: Vec<u64>,
+    /// Replace a file that has other hard links (they keep the old one).
+    #[arg(long)]
+    split_links: bool,
 }
 
 #[derive(clap::Args)]
@@ -101,6 +107,12 @@ pub struct ConvertArgs {
     /// Store the output .ra as one LZ4 block (held in memory while compressing).
     #[arg(long)]
     compress: bool,
+    /// Replace an existing output.
+    #[arg(long)]
+    overwrite: bool,
+    /// With --overwrite, replace an output that has other hard links (they keep the old one).
+    #[arg(long)]
+    split_links: bool,
 }
 
 fn read_input(src: &Path) -> Result<Vec<u8>, Fail> {
@@ -110,7 +122,7 @@ fn read_input(src: &Path) -> Result<Vec<u8>, Fail> {
     } else {
         File::open(src)
             .and_then(|mut f| f.read_to_end(&mut buf))
-            .map_err(|e| Fail::Data(format!("{}: {e}", src.display())))?;
+            .map_err(|e| Fail::Data(format!("{}: {e}", term::path(src))))?;
     }
     Ok(buf)
 }
@@ -122,12 +134,13 @@ pub fn create(a: &CreateArgs) -> Outcome {
     };
     let h = rastore::CreateOptions::new()
         .overwrite(a.overwrite)
+        .split_links(a.split_links)
         .metadata(metadata)
         .create_file(&a.file, a.dtype, &a.shape)?;
     writeln!(
         io::stdout(),
         "{}: {} {:?}, {} data bytes reserved",
-        a.file.display(),
+        term::path(&a.file),
         h.dtype(),
         h.dims(),
         h.size()
@@ -158,8 +171,7 @@ fn json_str(s: &str) -> String {
     out
 }
 
-fn info_line(path: &Path, h: &Header, len: u64, json: bool) -> String {
-    let trailer = len - h.data_end(len);
+fn info_line(path: &Path, h: &Header, trailer: u64, json: bool) -> String {
     let f = h.flags();
     if json {
         let dims: Vec<String> = h.dims().iter().map(u64::to_string).collect();
@@ -193,7 +205,7 @@ fn info_line(path: &Path, h: &Header, len: u64, json: bool) -> String {
         };
         format!(
             "{}: {} {:?} size {} flags {:#x}{notes} trailer {trailer}",
-            path.display(),
+            term::path(path),
             type_name(h),
             h.dims(),
             h.size(),
@@ -211,7 +223,7 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
             Err(Fail::Pipe) => return Err(Fail::Pipe),
             Err(Fail::Data(m) | Fail::Usage(m)) => {
                 bad = true;
-                eprintln!("{}", one_line(&m));
+                eprintln!("{}", term::line(&m));
             }
             Err(Fail::Reported) => bad = true,
         }
@@ -227,7 +239,14 @@ pub fn info(a: &InfoArgs) -> Outcome {
     let mut out = io::stdout().lock();
     per_file(&a.files, |p| {
         let (h, len) = rastore::read_header_at(p)?;
-        writeln!(out, "{}", info_line(p, &h, len, a.json))?;
+        // Only a header that fits LZ4 and LEB128 alike needs its data decoded to know
+        // (data that decodes as neither is for `verify` to report: no trailer).
+        let trailer = if h.encoding() == Encoding::Lz4OrLeb128 {
+            rastore::read_metadata(p).map_or(0, |t| t.len() as u64)
+        } else {
+            len - h.data_end(len)
+        };
+        writeln!(out, "{}", info_line(p, &h, trailer, a.json))?;
         Ok(())
     })
 }
@@ -240,58 +259,11 @@ pub fn describe(a: &FileArg) -> Outcome {
     Ok(())
 }
 
-/// Element `linear` of a plain file, read with one `pread`, in native order.
-fn pread_element(f: &File, h: &Header, linear: u64, buf: &mut [u8]) -> io::Result<()> {
-    f.read_exact_at(buf, h.data_offset() + linear * h.dtype().elbyte)?;
-    if !h.native_endian() {
-        if let Some(unit) = h.dtype().swap_unit() {
-            rastore::codec::swap_bytes(buf, unit);
-        }
-    }
-    Ok(())
-}
-
 pub fn cat(a: &CatArgs) -> Outcome {
     let (h, _) = rastore::read_header_at(&a.file)?;
     let sels = slice::parse(a.slice.as_deref().unwrap_or(""), h.dims()).map_err(Fail::Usage)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
-    let mut result = Ok(());
-    let (total, dtype) = if h.encoding() == Encoding::Raw {
-        // Plain data: read only the selected elements, never the whole file.
-        let f =
-            File::open(&a.file).map_err(|e| Fail::Data(format!("{}: {e}", a.file.display())))?;
-        let mut buf = vec![0u8; h.dtype().elbyte as usize];
-        let n = slice::walk(&sels, h.dims(), a.limit, |ix, lin| {
-            if result.is_ok() {
-                result = pread_element(&f, &h, lin, &mut buf)
-                    .map_err(|e| Fail::Data(format!("{}: read: {e}", a.file.display())))
-                    .and_then(|()| {
-                        writeln!(out, "{ix:?} {}", Value::decode(h.dtype(), &buf))
-                            .map_err(Fail::from)
-                    });
-            }
-        });
-        (n, h.dtype())
-    } else {
-        let raw = decoded(&a.file)?;
-        let dtype = raw.header.dtype();
-        let w = dtype.elbyte as usize;
-        let n = slice::walk(&sels, h.dims(), a.limit, |ix, lin| {
-            if result.is_ok() {
-                let b = &raw.data[lin as usize * w..][..w];
-                result = writeln!(out, "{ix:?} {}", Value::decode(dtype, b)).map_err(Fail::from);
-            }
-        });
-        (n, dtype)
-    };
-    result?;
-    if total > a.limit {
-        writeln!(
-            out,
-            "... {} more {dtype} elements (raise --limit)",
-            total - a.limit
-        )?;
-    }
+    elements::cat(&a.file, &h, &sels, a.limit, &mut out)?;
     out.flush()?;
     Ok(())
 }
@@ -300,13 +272,10 @@ pub fn verify(a: &FilesArg) -> Outcome {
     let mut out = io::stdout().lock();
     per_file(&a.files, |p| {
         let raw = decoded(p)?;
-        if raw.header.dtype() == DType::BOOL {
-            rastore::codec::check_bools(&raw.data).map_err(|e| e.at(p))?;
-        }
         writeln!(
             out,
             "{}: ok ({} {:?}, {} data bytes decoded)",
-            p.display(),
+            term::path(p),
             raw.header.dtype(),
             raw.header.dims(),
             raw.data.len()
@@ -319,11 +288,18 @@ pub fn meta(a: &MetaArgs) -> Outcome {
     match &a.set {
         None => {
             let trailer = rastore::read_metadata(&a.file)?;
-            io::stdout().write_all(&trailer)?;
+            let mut out = io::stdout();
+            if out.is_terminal() {
+                out.write_all(term::text(&trailer).as_bytes())?;
+            } else {
+                out.write_all(&trailer)?;
+            }
         }
         Some(src) => {
             let bytes = read_input(src)?;
-            rastore::replace_metadata(&a.file, &bytes)?;
+            WriteOptions::new()
+                .split_links(a.split_links)
+                .replace_metadata(&a.file, &bytes)?;
         }
     }
     Ok(())
@@ -332,78 +308,19 @@ pub fn meta(a: &MetaArgs) -> Outcome {
 pub fn diff(a: &DiffArgs) -> Outcome {
     let (ra, rb) = (decoded(&a.a)?, decoded(&a.b)?);
     let mut out = io::stdout().lock();
-    let (ha, hb) = (&ra.header, &rb.header);
-    let mut differs = false;
-    if ha.dtype() != hb.dtype() {
-        writeln!(out, "dtype: {} vs {}", ha.dtype(), hb.dtype())?;
-        differs = true;
-    }
-    if ha.dims() != hb.dims() {
-        writeln!(out, "dims: {:?} vs {:?}", ha.dims(), hb.dims())?;
-        differs = true;
-    }
-    if !differs {
-        let w = ha.dtype().elbyte as usize;
-        let mut first = None;
-        let mut count = 0u64;
-        let mut max = None::<f64>;
-        for (i, (x, y)) in ra
-            .data
-            .chunks_exact(w)
-            .zip(rb.data.chunks_exact(w))
-            .enumerate()
-        {
-            if x != y {
-                count += 1;
-                let (va, vb) = (Value::decode(ha.dtype(), x), Value::decode(hb.dtype(), y));
-                if let Some(d) = va.abs_diff(&vb) {
-                    max = Some(max.map_or(d, |m: f64| m.max(d)));
-                }
-                first.get_or_insert((i, va, vb));
-            }
-        }
-        if let Some((i, va, vb)) = first {
-            let ix = unravel(i as u64, ha.dims());
-            writeln!(out, "first difference at {ix:?}: {va} vs {vb}")?;
-            write!(out, "{count} of {} elements differ", ha.count())?;
-            match max {
-                Some(m) => writeln!(out, ", largest |a - b| = {m}")?,
-                None => writeln!(out)?,
-            }
-            differs = true;
-        }
-    }
-    if ra.metadata != rb.metadata {
-        writeln!(
-            out,
-            "metadata: {} bytes vs {} bytes, contents differ",
-            ra.metadata.len(),
-            rb.metadata.len()
-        )?;
-        differs = true;
-    }
-    if differs {
+    if elements::diff(&ra, &rb, &mut out)? {
         Err(Fail::Reported)
     } else {
-        writeln!(out, "same: {} {:?}", ha.dtype(), ha.dims())?;
+        writeln!(out, "same: {} {:?}", ra.header.dtype(), ra.header.dims())?;
         Ok(())
     }
 }
 
-/// Column-major linear index → multi-index.
-fn unravel(mut i: u64, dims: &[u64]) -> Vec<u64> {
-    dims.iter()
-        .map(|&d| {
-            let r = i % d.max(1);
-            i /= d.max(1);
-            r
-        })
-        .collect()
-}
-
 pub fn reshape(a: &ReshapeArgs) -> Outcome {
-    let h = rastore::reshape(&a.file, &a.dims)?;
-    writeln!(io::stdout(), "{}: now {:?}", a.file.display(), h.dims())?;
+    let h = WriteOptions::new()
+        .split_links(a.split_links)
+        .reshape(&a.file, &a.dims)?;
+    writeln!(io::stdout(), "{}: now {:?}", term::path(&a.file), h.dims())?;
     Ok(())
 }
 
@@ -412,7 +329,7 @@ const PROGRESS_BYTES: u64 = 64 << 20;
 
 pub fn convert(a: &ConvertArgs) -> Outcome {
     let size = std::fs::metadata(&a.input)
-        .map_err(|e| Fail::Data(format!("{}: {e}", a.input.display())))?
+        .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?
         .len();
     let bar = (size > PROGRESS_BYTES && io::stderr().is_terminal()).then(|| {
         let b = indicatif::ProgressBar::new(size);
@@ -430,10 +347,19 @@ pub fn convert(a: &ConvertArgs) -> Outcome {
             b.set_position(done);
         }
     };
-    let result = rastore::convert::convert(&a.input, &a.output, a.compress, &mut progress);
+    let options = ConvertOptions::new()
+        .compress(a.compress)
+        .overwrite(a.overwrite)
+        .split_links(a.split_links);
+    let result = rastore::convert::convert(&a.input, &a.output, &options, &mut progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    result?;
+    if result?.stored_raw {
+        eprintln!(
+            "ra: {}: stored uncompressed (LZ4 would not have made it smaller)",
+            term::path(&a.output)
+        );
+    }
     Ok(())
 }

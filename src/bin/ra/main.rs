@@ -5,7 +5,9 @@
 
 mod commands;
 mod demo;
+mod elements;
 mod slice;
+mod term;
 
 use std::io;
 use std::process::ExitCode;
@@ -58,7 +60,12 @@ pub enum Fail {
 
 impl From<rastore::Error> for Fail {
     fn from(e: rastore::Error) -> Self {
-        Fail::Data(e.to_string())
+        match e.kind() {
+            rastore::ErrorKind::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe => {
+                Fail::Pipe
+            }
+            _ => Fail::Data(e.to_string()),
+        }
     }
 }
 
@@ -93,17 +100,12 @@ fn main() -> ExitCode {
         Ok(()) | Err(Fail::Pipe) => ExitCode::SUCCESS,
         Err(Fail::Reported) => ExitCode::from(1),
         Err(Fail::Data(msg)) => {
-            eprintln!("ra: {}", one_line(&msg));
+            eprintln!("ra: {}", term::line(&msg));
             ExitCode::from(1)
         }
         Err(Fail::Usage(msg)) => {
-            eprintln!("ra: {}", one_line(&msg));
+            eprintln!("ra: {}", term::line(&msg));
             ExitCode::from(2)
         }
     }
-}
-
-/// Messages are one line, whatever the error text holds.
-pub fn one_line(msg: &str) -> String {
-    msg.replace(['\n', '\r'], " ")
 }

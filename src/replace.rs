@@ -1,0 +1,249 @@
+//! Placing a new file under its final name (FORMAT.md section 8): every whole-file
+//! writer builds the file out of sight and gives it its name only when it is complete.
+//!
+//! - On Linux the new file is created unnamed (`O_TMPFILE`), so a process killed while
+//!   writing leaves nothing behind. Where the file system does not support that, it is
+//!   a named temporary file with a short name (`.ra-PID-N.tmp`), removed on any error
+//!   or unwind.
+//! - A target that is a symbolic link is followed: the file it points to is replaced
+//!   and the link stays.
+//! - A target that exists keeps its permission bits, and its owner and group where the
+//!   process may set them.
+//! - A target with other hard links is refused unless splitting them was asked for:
+//!   replacing it would leave the other names holding the old contents.
+//! - Errors name the target, never the temporary file.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{io_at, Error, ErrorKind, Result};
+
+/// How a new file takes its name.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Placement {
+    /// Replace an existing file (else refuse it, atomically).
+    pub overwrite: bool,
+    /// Sync the file before it is named and the directory after.
+    pub durable: bool,
+    /// Replace a file that has other hard links (only this name gets the new file).
+    pub split_links: bool,
+}
+
+/// Symbolic links followed before giving up, as the kernel's `ELOOP` limit.
+const MAX_LINKS: usize = 40;
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A file under construction, to be named `target` by [`NewFile::place`].
+pub(crate) struct NewFile {
+    file: File,
+    /// The path as the user gave it, for messages.
+    shown: PathBuf,
+    /// `shown` with symbolic links followed: the name that is replaced.
+    target: PathBuf,
+    /// The existing target's metadata, to carry over.
+    old: Option<fs::Metadata>,
+    /// The temporary name when the file is not unnamed; removed unless placed.
+    named: Option<PathBuf>,
+    how: Placement,
+}
+
+/// `path` with symbolic links followed (a dangling link gives the path it names).
+pub(crate) fn resolve_links(path: &Path) -> Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = fs::read_link(&p).map_err(io_at("read link", path))?;
+                p = parent_dir(&p).join(to);
+            }
+            Ok(_) => return Ok(p),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(p),
+            Err(e) => return Err(Error::io("stat", e).at(path)),
+        }
+    }
+    Err(Error::io("follow links", io::Error::from_raw_os_error(40)).at(path))
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+pub(crate) fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// A short unique name beside `target`: any valid target name leaves room for it.
+fn temp_name(target: &Path) -> PathBuf {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    parent_dir(target).join(format!(".ra-{:x}-{n:x}.tmp", std::process::id()))
+}
+
+/// Opens an unnamed file in `dir`; `None` where the file system cannot.
+fn open_unnamed(dir: &Path) -> Option<File> {
+    use rustix::fs::{openat, Mode, OFlags, CWD};
+    let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
+    openat(CWD, dir, flags, Mode::from_raw_mode(0o666))
+        .ok()
+        .map(File::from)
+}
+
+/// Gives the unnamed `file` the name `to`; fails with `AlreadyExists` if it is taken.
+fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
+    use rustix::fs::{linkat, AtFlags, CWD};
+    use std::os::fd::AsRawFd;
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    match linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW) {
+        Ok(()) => Ok(()),
+        // No /proc: linking by descriptor needs privileges, but may be allowed.
+        Err(rustix::io::Errno::NOENT) => {
+            linkat(file, "", CWD, to, AtFlags::EMPTY_PATH).map_err(io::Error::from)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl NewFile {
+    /// Starts a new file that is to become `path` (read-write, empty), after checking
+    /// that `how` allows replacing what is there.
+    pub(crate) fn beside(path: &Path, how: Placement) -> Result<NewFile> {
+        let target = resolve_links(path)?;
+        let old = match fs::metadata(&target) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io("stat", e).at(path)),
+        };
+        if let Some(m) = &old {
+            if !how.overwrite {
+                return Err(exists(path));
+            }
+            if m.is_dir() {
+                return Err(
+                    Error::from(ErrorKind::InvalidArgument("is a directory".into())).at(path),
+                );
+            }
+            if m.nlink() > 1 && !how.split_links {
+                return Err(Error::from(ErrorKind::InvalidArgument(format!(
+                    "has {} hard links; replacing it would leave the other names with the old \
+                     contents (pass --split-links to replace this name only)",
+                    m.nlink()
+                )))
+                .at(path));
+            }
+        }
+        let dir = parent_dir(&target);
+        let (file, named) = match open_unnamed(dir) {
+            Some(f) => (f, None),
+            None => {
+                let tmp = temp_name(&target);
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .open(&tmp)
+                    .map_err(io_at("create a temporary file beside", path))?;
+                (f, Some(tmp))
+            }
+        };
+        Ok(NewFile {
+            file,
+            shown: path.to_path_buf(),
+            target,
+            old,
+            named,
+            how,
+        })
+    }
+
+    /// The file being built.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Names the complete file: carries over the old file's mode and owner, syncs when
+    /// durable, then links it (refusing an existing name) or renames it over the target.
+    pub(crate) fn place(mut self) -> Result<()> {
+        let path = self.shown.clone();
+        if let Some(m) = &self.old {
+            use std::os::unix::fs::PermissionsExt;
+            // Owner first: changing it may clear set-id bits that the mode restores.
+            // Only the owner (or root) may give a file away: otherwise keep ours.
+            let _ = rustix::fs::fchown(
+                &self.file,
+                Some(rustix::fs::Uid::from_raw(m.uid())),
+                Some(rustix::fs::Gid::from_raw(m.gid())),
+            );
+            self.file
+                .set_permissions(fs::Permissions::from_mode(m.mode() & 0o7777))
+                .map_err(io_at("set permissions", &path))?;
+        }
+        if self.how.durable {
+            self.file.sync_all().map_err(io_at("fsync", &path))?;
+        }
+        let named = match self.named.take() {
+            Some(tmp) => tmp,
+            None if !self.how.overwrite => {
+                return link_unnamed(&self.file, &self.target).map_err(|e| refused(e, &path));
+            }
+            None => {
+                let tmp = temp_name(&self.target);
+                link_unnamed(&self.file, &tmp).map_err(io_at("name the new file", &path))?;
+                tmp
+            }
+        };
+        let placed = if self.how.overwrite {
+            fs::rename(&named, &self.target).map_err(io_at("rename", &path))
+        } else {
+            // link() fails if the target exists: an atomic refuse-to-clobber.
+            fs::hard_link(&named, &self.target).map_err(|e| refused(e, &path))
+        };
+        let _ = fs::remove_file(&named);
+        placed?;
+        if self.how.durable {
+            let dir = parent_dir(&self.target);
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io_at("fsync directory", dir))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for NewFile {
+    /// An unplaced named temporary file is removed, on error and on unwind alike.
+    fn drop(&mut self) {
+        if let Some(tmp) = &self.named {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+fn exists(path: &Path) -> Error {
+    Error::from(ErrorKind::InvalidArgument(
+        "file exists; pass --overwrite to replace it".into(),
+    ))
+    .at(path)
+}
+
+fn refused(e: io::Error, path: &Path) -> Error {
+    if e.kind() == io::ErrorKind::AlreadyExists {
+        exists(path)
+    } else {
+        Error::io("link", e).at(path)
+    }
+}
+
+/// Builds a file through `build` and places it as `path` (see [`NewFile`]).
+pub(crate) fn build_file<R>(
+    path: &Path,
+    how: Placement,
+    build: impl FnOnce(&NewFile) -> Result<R>,
+) -> Result<R> {
+    let new = NewFile::beside(path, how)?;
+    let r = build(&new)?;
+    new.place()?;
+    Ok(r)
+}
