@@ -8,10 +8,13 @@
 //! validated, the decoded size it declares.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
 
+use crate::convert::{convert, ConvertOptions};
 use crate::dtype::DType;
 use crate::header::{Encoding, Header, MAGIC};
 use crate::npy::NpyHeader;
@@ -87,6 +90,13 @@ fn check_peak(what: &str, file: &[u8], peak: Option<usize>, factor: usize) {
             file.len()
         );
     }
+}
+
+/// Runs `f` and checks its allocation peak against `factor` × `file`'s length plus
+/// what `file`'s header declares (for targets outside this module).
+pub fn within_peak(what: &str, file: &[u8], factor: usize, f: impl FnOnce()) {
+    let peak = peak_during(f);
+    check_peak(what, file, peak, factor);
 }
 
 /// Header parse and validation from bytes; a valid header re-encodes to its own bytes.
@@ -308,4 +318,151 @@ pub fn structured(data: &[u8]) {
     if let Ok(nv) = NearValid::arbitrary_take_rest(Unstructured::new(data)) {
         file(&nv.bytes);
     }
+}
+
+/// A folder of this process's own for the targets that go through files (on tmpfs
+/// where there is one): `ra` converts files, so its fuzz targets do too.
+pub fn scratch_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let base = Path::new("/dev/shm");
+        let base = if base.is_dir() {
+            base.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = base.join(format!("rastore-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch folder for fuzz inputs");
+        dir
+    })
+}
+
+/// Writes `data` as `name` in the scratch folder and returns its path.
+fn scratch_file(name: &str, data: &[u8]) -> PathBuf {
+    let p = scratch_dir().join(name);
+    std::fs::write(&p, data).expect("write a fuzz input");
+    p
+}
+
+/// Converts `input` to `output` (replacing it), ignoring progress.
+fn convert_over(input: &Path, output: &Path) -> crate::Result<()> {
+    let options = ConvertOptions::new().overwrite(true);
+    convert(input, output, &options, &mut |_, _| ()).map(drop)
+}
+
+/// The most a PNG's pixels can expand to: deflate's 1032:1, then palette or sub-byte
+/// samples to RGBA8 (32 bytes per input byte at most).
+const PNG_EXPANSION: usize = 1032 * 32;
+
+/// PNG → `.ra` (`ra convert x.png x.ra`): never panics, and allocates no more than
+/// the image data the file can really hold (three copies: rows, reordered data and
+/// the write), however large the header says the image is.
+pub fn png_to_ra(data: &[u8]) {
+    let input = scratch_file("in.png", data);
+    let output = scratch_dir().join("out.ra");
+    let peak = peak_during(|| {
+        if convert_over(&input, &output).is_ok() {
+            let raw = crate::read_raw(&output).expect("what convert wrote reads back");
+            let dims = raw.header.dims();
+            assert!(matches!(dims.len(), 2 | 3), "image dims {dims:?}");
+        }
+    });
+    check_peak("png_to_ra", data, peak, 3 * PNG_EXPANSION);
+}
+
+/// `.npy` → `.ra` in both memory orders: the fuzzer's header and data as they are,
+/// and with the order flipped. What converts equals a naive reordering of the input.
+pub fn npy_to_ra(data: &[u8]) {
+    let output = scratch_dir().join("out.ra");
+    let peak = peak_during(|| {
+        let Ok(h) = NpyHeader::parse(data) else {
+            let input = scratch_file("in.npy", data);
+            assert!(convert_over(&input, &output).is_err(), "a bad header converts");
+            return;
+        };
+        let body = data.get(h.data_offset as usize..).unwrap_or_default();
+        for fortran in [h.fortran_order, !h.fortran_order] {
+            let mut file = NpyHeader::encode(&h.descr, fortran, &h.shape);
+            file.extend_from_slice(body);
+            let input = scratch_file("in.npy", &file);
+            if convert_over(&input, &output).is_ok() {
+                check_npy_conversion(&h, fortran, body, &output);
+            }
+        }
+    });
+    check_peak("npy_to_ra", data, peak, 4);
+}
+
+/// Compares a converted file's data with the input reordered one element at a time.
+fn check_npy_conversion(h: &NpyHeader, fortran: bool, body: &[u8], output: &Path) {
+    let raw = crate::read_raw(output).expect("what convert wrote reads back");
+    assert_eq!(raw.header.dims(), &h.shape[..]);
+    let item = h.descr.itemsize().expect("itemsize of a converted descr") as usize;
+    let count = raw.data.len() / item.max(1);
+    let swap = h.descr.big_endian() && !matches!(h.descr, crate::npy::Descr::Struct(_));
+    let unit = raw.header.dtype().swap_unit().filter(|_| swap).unwrap_or(1);
+    let bools = raw.header.dtype() == DType::BOOL;
+    for i in 0..count {
+        // Column-major index i → the input's element (C order: reversed strides).
+        let mut rest = i;
+        let mut src = 0usize;
+        let mut stride = 1usize;
+        let dims: Vec<usize> = h.shape.iter().map(|&d| d as usize).collect();
+        let strides: Vec<usize> = if fortran {
+            dims.iter()
+                .map(|&d| {
+                    let s = stride;
+                    stride *= d;
+                    s
+                })
+                .collect()
+        } else {
+            let mut v: Vec<usize> = dims
+                .iter()
+                .rev()
+                .map(|&d| {
+                    let s = stride;
+                    stride *= d;
+                    s
+                })
+                .collect();
+            v.reverse();
+            v
+        };
+        for (d, s) in dims.iter().zip(&strides) {
+            src += rest % d * s;
+            rest /= d;
+        }
+        let mut want = body[src * item..][..item].to_vec();
+        crate::codec::swap_bytes(&mut want, unit);
+        if bools {
+            want[0] = u8::from(want[0] != 0);
+        }
+        assert_eq!(&raw.data[i * item..][..item], &want[..], "element {i}");
+    }
+}
+
+/// `.ra` → `.npy` and `.ra` → `.png` over near-valid files: never panics; what
+/// converts to `.npy` has a header NumPy's rules accept and the whole data.
+pub fn ra_export(data: &[u8]) {
+    let Ok(nv) = NearValid::arbitrary_take_rest(Unstructured::new(data)) else {
+        return;
+    };
+    let file = nv.bytes;
+    let input = scratch_file("in.ra", &file);
+    let npy = scratch_dir().join("out.npy");
+    let png = scratch_dir().join("out.png");
+    let peak = peak_during(|| {
+        if convert_over(&input, &npy).is_ok() {
+            let out = std::fs::read(&npy).expect("read the .npy written");
+            let h = NpyHeader::parse(&out).expect("our .npy header parses");
+            let (_, nbytes) = h.data_len().expect("its shape fits");
+            crate::npy::check_numpy_shape(&h.shape, h.descr.itemsize().unwrap_or(1))
+                .expect("NumPy can hold what we write");
+            assert_eq!(out.len() as u64, h.data_offset + nbytes);
+        }
+        let _ = convert_over(&input, &png);
+    });
+    // PNG scaling holds one f64 per element, and the whole image twice more.
+    check_peak("ra_export", &file, peak, 24);
 }

@@ -244,12 +244,38 @@ pub fn describe(file: &str, header: &Header, trailer: &[u8]) -> String {
         )])),
         _ => None,
     };
-    to_text(&document(Some(file), header, descr.as_ref(), attributes))
+    let doc = document(Some(file), header, descr.as_ref(), attributes);
+    to_text(&displayable(doc))
+}
+
+/// The tree with every string's non-printable characters shown as `?`: escapes in a
+/// trailer (`"\x1b"`, `"\u009b"`) or field names can carry terminal controls, and the
+/// emitter writes them raw.
+fn displayable(doc: Yaml) -> Yaml {
+    match doc {
+        Yaml::String(t) if !t.chars().all(printable) => printable_text(&t),
+        Yaml::Array(items) => Yaml::Array(items.into_iter().map(displayable).collect()),
+        Yaml::Hash(h) => Yaml::Hash(
+            h.into_iter()
+                .map(|(k, v)| (displayable(k), displayable(v)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn describe_shows_escaped_controls_as_question_marks() {
+        let h = Header::new(DType::F32, &[1]).unwrap();
+        let trailer = b"---\nattributes: {t: \"a\\x1b[31mb\\u009bc\\x07\"}\n";
+        let text = describe("f.ra", &h, trailer);
+        assert!(text.contains("a?[31mb?c?"), "{text}");
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+    }
 
     #[test]
     fn trailers_with_aliases_or_not_yaml_are_opaque() {

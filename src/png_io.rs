@@ -26,8 +26,8 @@ use crate::values::Value;
 /// The most bytes deflate can expand one compressed byte to.
 const DEFLATE_MAX_RATIO: u64 = 1032;
 
-/// The png crate's own allocations (text, ICC profiles, line buffers).
-const DECODER_LIMIT_BYTES: usize = 64 << 20;
+/// The png crate's own allocations (text, ICC profiles, line buffers) at most.
+const DECODER_LIMIT_BYTES: u64 = 64 << 20;
 
 fn png_err(e: impl std::fmt::Display) -> Error {
     Error::decode("png", e.to_string())
@@ -46,10 +46,16 @@ pub struct Image {
 
 /// Decodes a PNG of `input_len` bytes into RawArray order.
 pub fn decode(r: impl BufRead + Seek, input_len: u64) -> Result<Image> {
+    // The decoder sizes its line buffers from the header's width: allow no more than
+    // the data could inflate to (twice, for the previous line).
+    let limit = input_len
+        .saturating_mul(2 * DEFLATE_MAX_RATIO)
+        .saturating_add(64 << 10)
+        .min(DECODER_LIMIT_BYTES);
     let mut decoder = png::Decoder::new_with_limits(
         r,
         png::Limits {
-            bytes: DECODER_LIMIT_BYTES,
+            bytes: limit as usize,
         },
     );
     decoder.set_transformations(png::Transformations::EXPAND);

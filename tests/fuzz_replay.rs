@@ -7,19 +7,31 @@ use std::path::PathBuf;
 
 use rastore::fuzzing::{self, CountingAlloc};
 
+// The tool's element printing, fuzzed as the `print` target runs it.
+#[path = "../src/bin/ra/elements.rs"]
+mod elements;
+#[path = "../fuzz/shared/print.rs"]
+mod print;
+#[path = "../src/bin/ra/slice.rs"]
+mod slice;
+
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
 /// A fuzz target's body.
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 6] = [
+const TARGETS: [(&str, Target); 10] = [
     ("header", fuzzing::header),
     ("file", fuzzing::file),
     ("npy_header", fuzzing::npy_header),
     ("codecs", fuzzing::codecs),
     ("describe", fuzzing::describe),
     ("structured", fuzzing::structured),
+    ("png_to_ra", fuzzing::png_to_ra),
+    ("npy_to_ra", fuzzing::npy_to_ra),
+    ("ra_export", fuzzing::ra_export),
+    ("print", print::print),
 ];
 
 fn inputs(target: &str) -> Vec<PathBuf> {
@@ -63,4 +75,5 @@ fn replay_corpora_and_regressions() {
     fuzzing::file(&stream);
     assert!(rastore::read_raw_from(&stream[..]).is_err());
     println!("{total} corpus inputs replayed");
+    std::fs::remove_dir_all(fuzzing::scratch_dir()).expect("remove the scratch folder");
 }
