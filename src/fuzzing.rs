@@ -377,7 +377,10 @@ pub fn npy_to_ra(data: &[u8]) {
     let peak = peak_during(|| {
         let Ok(h) = NpyHeader::parse(data) else {
             let input = scratch_file("in.npy", data);
-            assert!(convert_over(&input, &output).is_err(), "a bad header converts");
+            assert!(
+                convert_over(&input, &output).is_err(),
+                "a bad header converts"
+            );
             return;
         };
         let body = data.get(h.data_offset as usize..).unwrap_or_default();

@@ -10,7 +10,7 @@ use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
 
-use crate::dtype::DType;
+use crate::dtype::{DType, Kind};
 use crate::header::Header;
 use crate::npy::{Descr, Field};
 
@@ -107,7 +107,9 @@ fn descr_type(d: &Descr) -> Yaml {
                     ("charset", s("UTF-32")),
                     ("size", int(count.saturating_mul(4))),
                 ]),
-                'V' => map(vec![("class", s("opaque")), ("size", int(*count))]),
+                _ if dt.kind() == Kind::User => {
+                    map(vec![("class", s("opaque")), ("size", int(*count))])
+                }
                 _ => s(&dt.name()),
             };
             if d.big_endian() {
@@ -162,14 +164,11 @@ pub fn document(
     descr: Option<&Descr>,
     attributes: Option<Yaml>,
 ) -> Yaml {
+    // NumPy types that are opaque here (structs, strings, void, long double) keep
+    // their descr, so that they convert back.
+    let opaque = |d: &Descr| d.dtype().is_ok_and(|t| t.kind() == Kind::User);
     let ty = match descr {
-        Some(d @ Descr::Struct(_))
-        | Some(
-            d @ Descr::Simple {
-                kind: 'S' | 'U' | 'V',
-                ..
-            },
-        ) => {
+        Some(d) if opaque(d) => {
             let mut t = descr_type(d);
             if let Yaml::Hash(h) = &mut t {
                 h.insert(s("numpy_descr"), s(&d.to_python()));
@@ -216,13 +215,60 @@ pub fn document(
 }
 
 /// Renders a YAML document as text starting `---\n`.
+///
+/// The emitter writes some control characters (BEL, ESC, DEL, C1) unquoted or
+/// unescaped, which is not YAML. So every string holding a non-printable character is
+/// swapped for a placeholder the emitter does quote, and the placeholder's text is
+/// then replaced by the string, double-quoted with every such character escaped.
 pub fn to_text(doc: &Yaml) -> String {
+    let mut swapped = Vec::new();
+    let doc = with_placeholders(doc.clone(), &mut swapped);
     let mut out = String::new();
     // Writing to a String cannot fail; an emitter error would be a bug in the tree.
-    if YamlEmitter::new(&mut out).dump(doc).is_err() {
+    if YamlEmitter::new(&mut out).dump(&doc).is_err() {
         out = "---\n".into();
     }
+    for (i, original) in swapped.iter().enumerate() {
+        out = out.replacen(&format!("\"\\u0001{i}\\u0001\""), &quoted(original), 1);
+    }
     out.push('\n');
+    out
+}
+
+fn with_placeholders(doc: Yaml, swapped: &mut Vec<String>) -> Yaml {
+    match doc {
+        Yaml::String(t) if !t.chars().all(|c| printable(c) && c != '\u{85}') => {
+            swapped.push(t);
+            Yaml::String(format!("\u{1}{}\u{1}", swapped.len() - 1))
+        }
+        Yaml::Array(items) => Yaml::Array(
+            items
+                .into_iter()
+                .map(|y| with_placeholders(y, swapped))
+                .collect(),
+        ),
+        Yaml::Hash(h) => Yaml::Hash(
+            h.into_iter()
+                .map(|(k, v)| (with_placeholders(k, swapped), with_placeholders(v, swapped)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// A YAML double-quoted scalar with every character that is not printable escaped.
+fn quoted(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if printable(c) && !matches!(c, '\t' | '\n' | '\r' | '\u{85}') => out.push(c),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{:04x}", c as u32)),
+        }
+    }
+    out.push('"');
     out
 }
 
@@ -269,12 +315,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn field_names_with_controls_survive_the_trailer() {
+        let descr = Descr::parse("[('na\\x1bme', '<i2'), ('uni\\xe9', 'u1')]").unwrap();
+        let h = Header::new(DType::user(3), &[2]).unwrap();
+        let text = to_text(&document(None, &h, Some(&descr), None));
+        assert!(text.chars().all(printable), "{text:?}");
+        assert_eq!(numpy_descr(text.as_bytes(), 3), Some(descr));
+    }
+
+    #[test]
     fn describe_shows_escaped_controls_as_question_marks() {
         let h = Header::new(DType::F32, &[1]).unwrap();
         let trailer = b"---\nattributes: {t: \"a\\x1b[31mb\\u009bc\\x07\"}\n";
         let text = describe("f.ra", &h, trailer);
         assert!(text.contains("a?[31mb?c?"), "{text}");
-        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
     }
 
     #[test]

@@ -44,7 +44,11 @@ impl<'a> Arbitrary<'a> for ValidFile {
         WriteOptions::new()
             .compress(u.arbitrary()?)
             .metadata(trailer)
-            .write_bytes_to(&mut bytes, &header.clone().with_storage(0, header.nbytes()), &data)
+            .write_bytes_to(
+                &mut bytes,
+                &header.clone().with_storage(0, header.nbytes()),
+                &data,
+            )
             .map_err(|_| arbitrary::Error::IncorrectFormat)?;
         if u.ratio(1, 4)? && header.dtype().swap_unit().is_some() {
             // The big-endian flag: same bytes, read as the other order.
@@ -73,12 +77,20 @@ fn run(f: &ValidFile, h: &Header, path: &std::path::Path) {
         // A Bool file with bytes other than 0 and 1 is for the error path.
         let _ = elements::cat(path, h, &sels, f.limit, &mut out);
         let printed = out.iter().filter(|&&b| b == b'\n').count() as u64;
-        assert!(printed <= f.limit + 1, "cat printed {printed} lines, limit {}", f.limit);
+        assert!(
+            printed <= f.limit + 1,
+            "cat printed {printed} lines, limit {}",
+            f.limit
+        );
     }
     if let Ok(raw) = rastore::convert::decoded(path) {
         out.clear();
         let differs = elements::diff(&raw, &raw, &mut out).expect("diff into a Vec");
-        assert!(!differs, "a file differs from itself: {}", String::from_utf8_lossy(&out));
+        assert!(
+            !differs,
+            "a file differs from itself: {}",
+            String::from_utf8_lossy(&out)
+        );
     }
     let trailer = rastore::read_metadata(path).expect("a valid file's trailer");
     let text = rastore::ndl::describe("print.ra", h, &trailer);

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 
 use std::path::PathBuf;
+use std::process::Command;
 
 /// The conformance folder: `$RASTORE_CONFORMANCE`, else `../shared/conformance`.
 /// `None` (with the reason printed) when it is absent.
@@ -35,4 +36,53 @@ pub const MAGIC: u64 = rastore::MAGIC;
 /// A fresh temporary directory.
 pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
+}
+
+/// The Python that has NumPy and Pillow: `$RASTORE_PYTHON`, else the `.venv` that
+/// `.ci/run` makes, else `python3`.
+pub fn python_cmd() -> Command {
+    if let Some(p) = std::env::var_os("RASTORE_PYTHON") {
+        return Command::new(p);
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
+    Command::new(if venv.is_file() {
+        venv.into_os_string()
+    } else {
+        "python3".into()
+    })
+}
+
+/// Whether Python can import `modules` (e.g. "numpy, PIL"). In CI their absence is a
+/// failure, not a skip: `.ci/run` installs them.
+pub fn python_has(modules: &str) -> bool {
+    let ok = python_cmd()
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI must have {modules}: .ci/run installs them in .venv"
+        );
+        println!("SKIPPED: no Python with {modules} (.ci/run installs them in .venv)");
+    }
+    ok
+}
+
+/// Whether NumPy is there (see [`python_has`]).
+pub fn numpy_available() -> bool {
+    python_has("numpy")
+}
+
+/// Runs Python with `args`; panics with its output if it fails.
+pub fn python(args: &[&str]) -> String {
+    let out = python_cmd().args(args).output().expect("python3");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "python3 {args:?}: {text}");
+    text
 }

@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod conformance;
+mod hardening;
 mod malformed;
 mod npy;
 mod roundtrip;

@@ -2,45 +2,13 @@
 //! order and version; skipped (with the reason printed) where numpy is absent.
 
 use std::path::Path;
-use std::process::Command;
 
 use rastore::{DType, MappedNpy, MappedRa};
 
 use crate::cli::ra;
-use crate::common::tmp;
+use crate::common::{numpy_available, python, tmp};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/npy_fixtures.py");
-
-fn numpy_available() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import numpy"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        // CI installs numpy: there, its absence is a failure, not a skip.
-        assert!(
-            std::env::var("CI").is_err(),
-            "CI must have numpy: .ci/run installs it"
-        );
-        println!("SKIPPED: python3 with numpy is not installed (CI installs it with pip)");
-    }
-    ok
-}
-
-fn python(args: &[&str]) -> String {
-    let out = Command::new("python3")
-        .args(args)
-        .output()
-        .expect("python3");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "python3 {args:?}: {text}");
-    text
-}
 
 fn convert(a: &Path, b: &Path, extra: &[&str]) {
     let out = ra()
