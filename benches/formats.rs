@@ -393,8 +393,10 @@ fn bench_b4(c: &mut Criterion) {
             g.bench_function(format!("{name}/png_file"), |b| {
                 b.iter(|| {
                     k += 1;
-                    let f = std::io::BufReader::new(File::open(&names[k % pool][1]).expect("open"));
-                    black_box(rastore::png_io::decode(f).expect("decode"))
+                    let f = File::open(&names[k % pool][1]).expect("open");
+                    let len = f.metadata().expect("stat").len();
+                    let r = std::io::BufReader::new(f);
+                    black_box(rastore::png_io::decode(r, len).expect("decode"))
                 })
             });
             g.bench_function(format!("{name}/floor_fs_read"), |b| {

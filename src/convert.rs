@@ -240,7 +240,8 @@ fn npy_to_ra(
     };
     let mut fill = |dst: &mut [u8]| -> Result<()> {
         if dst.is_empty() {
-            return Ok(progress(0, 0));
+            progress(0, 0);
+            return Ok(());
         }
         if nh.fortran_order || nh.shape.len() <= 1 {
             for (i, piece) in dst.chunks_mut(PIECE).enumerate() {

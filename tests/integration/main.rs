@@ -1,6 +1,7 @@
 //! One integration test binary (one link), one module per concern.
 
 mod cli;
+mod cli_random;
 mod common;
 mod conformance;
 mod hardening;
