@@ -19,12 +19,12 @@ use crate::dtype::{DType, Kind};
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::header::{Encoding, Flags, Header};
 use crate::layout::copy_to_fortran;
-use crate::mapped::{MappedNpy, MappedRaMut};
+use crate::mapped::MappedNpy;
 use crate::ndl;
 use crate::npy::{self, Descr, NpyHeader};
 use crate::owned::{atomic_write, read_header_at_start, RawData, WriteOptions};
 use crate::png_io;
-use crate::replace::{build_file, Placement};
+use crate::replace::Placement;
 use crate::view::shape_usize;
 
 /// Progress callback: `(bytes done, bytes total)`.
@@ -188,27 +188,6 @@ pub fn decoded(path: &Path) -> Result<RawData> {
     Ok(raw)
 }
 
-/// Creates `output`, preallocated and mapped, filled by `fill`, then placed
-/// (see [`crate::replace`]). On error nothing is left behind.
-fn fill_new_file(
-    output: &Path,
-    how: Placement,
-    header: &Header,
-    trailer: Vec<u8>,
-    fill: impl FnOnce(&mut [u8]) -> Result<()>,
-) -> Result<()> {
-    build_file(output, how, |new| {
-        CreateOptions::new()
-            .metadata(trailer)
-            .prepare(new.file(), header, output)?;
-        let file = new.file().try_clone().map_err(io_at("open", output))?;
-        // SAFETY: the new file has no name yet (or a temporary one no other program
-        // knows); nothing else truncates or writes it while it is mapped.
-        let mut out = unsafe { MappedRaMut::map_file(file, output, None) }?;
-        fill(out.data_mut())
-    })
-}
-
 fn npy_to_ra(
     input: &Path,
     output: &Path,
@@ -281,7 +260,11 @@ fn npy_to_ra(
             .write_bytes(output, &header, &data)?;
         return stored_raw(options, output);
     }
-    fill_new_file(output, options.placement(), &header, trailer, fill)?;
+    CreateOptions::new()
+        .overwrite(options.overwrite)
+        .split_links(options.split_links)
+        .metadata(trailer)
+        .create_filled(output, dtype, &nh.shape, |out| fill(out.data_mut()))?;
     Ok(Converted::default())
 }
 

@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::dtype::DType;
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::header::Header;
+use crate::mapped::MappedRaMut;
 use crate::replace::{build_file, Placement};
 
 /// How to create a preallocated file: trailer, and whether to replace an existing one.
@@ -66,6 +67,31 @@ impl CreateOptions {
         let header = Header::new(dtype, dims).at(path)?;
         build_file(path, self.placement(), |new| {
             self.prepare(new.file(), &header, path)
+        })?;
+        Ok(header)
+    }
+
+    /// Creates `path` like [`create_file`](Self::create_file), but fills it through a
+    /// mapping *before* it has its name: `fill` gets the mapped file, and only when it
+    /// returns `Ok` does the complete file appear under `path` (so readers never see
+    /// it half filled, and on error or a crash nothing is left). Fill in parallel with
+    /// [`MappedRaMut::par_fill_slabs`] or through [`MappedRaMut::data_mut`].
+    pub fn create_filled(
+        &self,
+        path: impl AsRef<Path>,
+        dtype: DType,
+        dims: &[u64],
+        fill: impl FnOnce(&mut MappedRaMut) -> Result<()>,
+    ) -> Result<Header> {
+        let path = path.as_ref();
+        let header = Header::new(dtype, dims).at(path)?;
+        build_file(path, self.placement(), |new| {
+            self.prepare(new.file(), &header, path)?;
+            let file = new.file().try_clone().map_err(io_at("open", path))?;
+            // SAFETY: the new file has no name yet (or a temporary one no other
+            // program knows); nothing else truncates or writes it while it is mapped.
+            let mut out = unsafe { MappedRaMut::map_file(file, path, None) }?;
+            fill(&mut out)
         })?;
         Ok(header)
     }

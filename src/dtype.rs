@@ -161,7 +161,10 @@ impl fmt::Display for DType {
 impl FromStr for DType {
     type Err = Error;
 
-    /// Parses a display name, a short code or `user<N>`.
+    /// Parses a display name (`float32`), a short code in bits (`f32`, `i8` is int8),
+    /// `user<N>`, a NumPy type string in bytes with its byte-order mark (`<f4`, `|u1`,
+    /// `<i8` is int64; native or `|` only) or a NumPy type name (`float`, `double`,
+    /// `int`, `complex`, `bool`, ...).
     fn from_str(s: &str) -> Result<Self, Error> {
         let s = s.trim();
         if let Some(n) = s.strip_prefix("user<").and_then(|r| r.strip_suffix('>')) {
@@ -170,17 +173,85 @@ impl FromStr for DType {
                 _ => Err(bad_name(s)),
             };
         }
-        NAMES
+        if let Some(d) = NAMES
             .iter()
             .find(|(name, code, _)| s.eq_ignore_ascii_case(name) || s.eq_ignore_ascii_case(code))
             .map(|(_, _, d)| *d)
-            .ok_or_else(|| bad_name(s))
+        {
+            return Ok(d);
+        }
+        if let Some(d) = NUMPY_NAMES.iter().find(|(n, _)| *n == s).map(|(_, d)| *d) {
+            return Ok(d);
+        }
+        numpy_type_string(s).ok_or_else(|| bad_name(s))
     }
+}
+
+/// NumPy's type names (`np.dtype(name)`), for `--dtype`.
+const NUMPY_NAMES: &[(&str, DType)] = &[
+    ("float", DType::F64),
+    ("double", DType::F64),
+    ("single", DType::F32),
+    ("half", DType::F16),
+    ("int", DType::I64),
+    ("uint", DType::U64),
+    ("byte", DType::I8),
+    ("ubyte", DType::U8),
+    ("short", DType::I16),
+    ("ushort", DType::U16),
+    ("intc", DType::I32),
+    ("uintc", DType::U32),
+    ("longlong", DType::I64),
+    ("ulonglong", DType::U64),
+    ("complex", DType::C128),
+    ("csingle", DType::C64),
+    ("cdouble", DType::C128),
+    ("?", DType::BOOL),
+];
+
+/// A NumPy type string with its byte-order mark, counting bytes: `<f4` is float32.
+/// Only this machine's order (or `|`, `=`): the files written are native.
+fn numpy_type_string(s: &str) -> Option<DType> {
+    let native = if cfg!(target_endian = "big") {
+        '>'
+    } else {
+        '<'
+    };
+    let mut chars = s.chars();
+    let order = chars.next()?;
+    if !(order == native || order == '|' || order == '=') {
+        return None;
+    }
+    let rest = chars.as_str();
+    let kind = rest.chars().next()?;
+    let bytes: u64 = rest[1..].parse().ok()?;
+    let d = match kind {
+        'b' if bytes == 1 => DType::BOOL,
+        'i' => DType {
+            eltype: 1,
+            elbyte: bytes,
+        },
+        'u' => DType {
+            eltype: 2,
+            elbyte: bytes,
+        },
+        'f' if bytes <= 8 => DType {
+            eltype: 3,
+            elbyte: bytes,
+        },
+        'c' if bytes <= 16 => DType {
+            eltype: 4,
+            elbyte: bytes,
+        },
+        'V' if bytes >= 1 => DType::user(bytes),
+        _ => return None,
+    };
+    (d.kind() != Kind::Other).then_some(d)
 }
 
 fn bad_name(s: &str) -> Error {
     ErrorKind::InvalidArgument(format!(
-        "unknown element type {s:?}: use a name (float32, int16, complex64, bfloat16, user<12>, ...) or a short code (f32, i16, c64, bf16, ...)"
+        "unknown element type {s:?}: use a name (float32, int16, complex64, bfloat16, user<12>, ...), a short code in bits (f32, i16, c64, bf16, ...) or a NumPy type string in bytes (<f4, <i2, |u1, ...)"
     ))
     .into()
 }
@@ -237,6 +308,23 @@ mod tests {
             assert_eq!(d.name(), *name);
         }
         assert_eq!("user<12>".parse::<DType>().unwrap(), DType::user(12));
+        for (numpy, d) in [
+            ("<f4", DType::F32),
+            ("float32", DType::F32),
+            ("float", DType::F64),
+            ("complex64", DType::C64),
+            ("bool", DType::BOOL),
+            ("|u1", DType::U8),
+            ("<i8", DType::I64),
+            ("i8", DType::I8),
+            ("<c16", DType::C128),
+            ("|V12", DType::user(12)),
+        ] {
+            assert_eq!(numpy.parse::<DType>().unwrap(), d, "{numpy}");
+        }
+        for bad in [">f4", "<f16", "<x4", "<f", "float31"] {
+            assert!(bad.parse::<DType>().is_err(), "{bad}");
+        }
         assert_eq!(DType::user(12).to_string(), "user<12>");
         assert_eq!(
             DType {

@@ -227,12 +227,11 @@ impl fmt::Display for Error {
     }
 }
 
+/// The one-line message, as `Display`: what `fn main() -> Result<(), rastore::Error>`
+/// prints. Match on [`Error::kind`] for the structure.
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Error")
-            .field("kind", &self.0.kind)
-            .field("path", &self.0.path)
-            .finish()
+        fmt::Display::fmt(self, f)
     }
 }
 

@@ -39,6 +39,7 @@ mod create;
 mod dtype;
 mod error;
 pub mod fill;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod header;

@@ -11,6 +11,7 @@ use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
 
 use crate::dtype::{DType, Kind};
+use crate::error::{Error, ErrorKind, Result};
 use crate::header::Header;
 use crate::npy::{Descr, Field};
 
@@ -93,6 +94,80 @@ pub fn numpy_descr(trailer: &[u8], elbyte: u64) -> Option<Descr> {
 fn descr_of(ndarray: &Yaml, elbyte: u64) -> Option<Descr> {
     let d = Descr::parse(ndarray["type"]["numpy_descr"].as_str()?).ok()?;
     (d.itemsize().ok() == Some(elbyte)).then_some(d)
+}
+
+/// Edits the attributes of an NDL trailer: sets each `(key, value)` (the value read
+/// as a YAML scalar: `3`, `true`, `m/s`) and removes each key in `del`, keeping
+/// everything else. An empty trailer becomes a new NDL document for `header`. An
+/// opaque trailer (not a YAML mapping starting `---\n`) is refused. The attributes
+/// are the document's single ndarray's `attributes`, or, in a plain YAML mapping
+/// without `ndarrays`, its top-level keys.
+pub fn edit_attributes(
+    header: &Header,
+    trailer: &[u8],
+    set: &[(String, String)],
+    del: &[String],
+) -> Result<Vec<u8>> {
+    let mut doc = if trailer.is_empty() {
+        document(None, header, None, None)
+    } else {
+        parse_trailer(trailer).ok_or_else(|| {
+            Error::from(ErrorKind::Unsupported(format!(
+                "the {}-byte trailer is not NDL YAML (a mapping starting ---): \
+                 edit it whole with ra meta --set",
+                trailer.len()
+            )))
+        })?
+    };
+    let attributes = attributes_mut(&mut doc).ok_or_else(|| {
+        Error::from(ErrorKind::Unsupported(
+            "the trailer's ndarray has no attributes mapping to edit".into(),
+        ))
+    })?;
+    for key in del {
+        attributes.remove(&s(key));
+    }
+    for (key, value) in set {
+        attributes.insert(s(key), scalar(value));
+    }
+    Ok(to_text(&doc).into_bytes())
+}
+
+/// The attributes mapping to edit (created if the ndarray has none).
+fn attributes_mut(doc: &mut Yaml) -> Option<&mut Hash> {
+    let Yaml::Hash(top) = doc else {
+        return None;
+    };
+    if !top.contains_key(&s("ndarrays")) {
+        return Some(top);
+    }
+    let Some(Yaml::Hash(arrays)) = top.get_mut(&s("ndarrays")) else {
+        return None;
+    };
+    let Some((_, Yaml::Hash(nd))) = arrays.iter_mut().next() else {
+        return None;
+    };
+    let entry = nd
+        .entry(s("attributes"))
+        .or_insert_with(|| Yaml::Hash(Hash::new()));
+    if matches!(entry, Yaml::Null) {
+        *entry = Yaml::Hash(Hash::new());
+    }
+    match entry {
+        Yaml::Hash(h) => Some(h),
+        _ => None,
+    }
+}
+
+/// `text` as a YAML scalar (`3` an integer, `true` a bool, `1.5` a float), else a string.
+fn scalar(text: &str) -> Yaml {
+    match YamlLoader::load_from_str(text)
+        .ok()
+        .and_then(|d| d.into_iter().next())
+    {
+        Some(y @ (Yaml::Integer(_) | Yaml::Real(_) | Yaml::Boolean(_) | Yaml::Null)) => y,
+        _ => s(text),
+    }
 }
 
 /// The NDL type of a NumPy descr: a name for numbers, else a class map.
@@ -292,6 +367,48 @@ pub fn describe(file: &str, header: &Header, trailer: &[u8]) -> String {
     };
     let doc = document(Some(file), header, descr.as_ref(), attributes);
     to_text(&displayable(doc))
+}
+
+/// `ra describe` of a `.npy`: its type (with the descr of an opaque one) and shape,
+/// and where its data lies.
+pub fn describe_npy(file: &str, nh: &crate::npy::NpyHeader) -> Result<String> {
+    let dtype = nh.descr.dtype()?;
+    let header = Header::new(dtype, &nh.shape)?;
+    let mut doc = document(Some(file), &header, Some(&nh.descr), None);
+    if let Some(Yaml::Hash(storage)) = storage_mut(&mut doc) {
+        storage.insert(s("format"), s("NPY"));
+        storage.insert(
+            s("endian"),
+            s(if nh.descr.big_endian() {
+                "big"
+            } else {
+                "little"
+            }),
+        );
+        let order = if nh.fortran_order {
+            "column-major"
+        } else {
+            "row-major"
+        };
+        storage.insert(s("order"), s(order));
+        storage.insert(s("data_offset"), int(nh.data_offset));
+        storage.insert(
+            s("version"),
+            s(&format!("{}.{}", nh.version.0, nh.version.1)),
+        );
+    }
+    Ok(to_text(&displayable(doc)))
+}
+
+fn storage_mut(doc: &mut Yaml) -> Option<&mut Yaml> {
+    let Yaml::Hash(top) = doc else { return None };
+    let Some(Yaml::Hash(arrays)) = top.get_mut(&s("ndarrays")) else {
+        return None;
+    };
+    let Some((_, Yaml::Hash(nd))) = arrays.iter_mut().next() else {
+        return None;
+    };
+    nd.get_mut(&s("storage"))
 }
 
 /// The tree with every string's non-printable characters shown as `?`: escapes in a

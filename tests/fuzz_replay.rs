@@ -10,6 +10,10 @@ use rastore::fuzzing::{self, CountingAlloc};
 // The tool's element printing, fuzzed as the `print` target runs it.
 #[path = "../src/bin/ra/elements.rs"]
 mod elements;
+// The print target reads what the tool reads, not all of it.
+#[allow(dead_code)]
+#[path = "../src/bin/ra/input.rs"]
+mod input;
 #[path = "../fuzz/shared/print.rs"]
 mod print;
 #[path = "../src/bin/ra/slice.rs"]

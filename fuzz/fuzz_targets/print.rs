@@ -4,6 +4,10 @@
 
 #[path = "../../src/bin/ra/elements.rs"]
 mod elements;
+// The print target reads what the tool reads, not all of it.
+#[allow(dead_code)]
+#[path = "../../src/bin/ra/input.rs"]
+mod input;
 #[path = "../shared/print.rs"]
 mod print;
 #[path = "../../src/bin/ra/slice.rs"]

@@ -7,6 +7,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use rastore::{DType, Header, WriteOptions};
 
+use crate::input::Input;
 use crate::{elements, slice};
 
 /// A valid file: any element type and size that the header rules allow.
@@ -73,19 +74,24 @@ pub fn print(data: &[u8]) {
 
 fn run(f: &ValidFile, h: &Header, path: &std::path::Path) {
     let mut out = Vec::new();
-    if let Ok(sels) = slice::parse(&f.spec, h.dims()) {
-        // A Bool file with bytes other than 0 and 1 is for the error path.
-        let _ = elements::cat(path, h, &sels, f.limit, &mut out);
+    // A Bool file with bytes other than 0 and 1 is for the error path.
+    if let (Ok(input), Ok(sels)) = (Input::open(path), slice::parse(&f.spec, h.dims())) {
+        elements::cat(&input, &sels, f.limit, &mut out).expect("cat into a Vec");
         let printed = out.iter().filter(|&&b| b == b'\n').count() as u64;
         assert!(
             printed <= f.limit + 1,
             "cat printed {printed} lines, limit {}",
             f.limit
         );
+        if slice::walk(&sels, h.dims(), 0, |_, _| ()) <= 4096 {
+            out.clear();
+            elements::cat_json(&input, &sels, &mut out).expect("cat --json into a Vec");
+        }
     }
     if let Ok(raw) = rastore::convert::decoded(path) {
         out.clear();
-        let differs = elements::diff(&raw, &raw, &mut out).expect("diff into a Vec");
+        let tol = elements::Tolerance::default();
+        let differs = elements::diff(&raw, &raw, tol, &mut out).expect("diff into a Vec");
         assert!(
             !differs,
             "a file differs from itself: {}",

@@ -76,8 +76,8 @@ fn golden_info() {
     assert_eq!(
         stdout(&o),
         format!(
-            "{t}: complex64 [3, 4] size 96 flags 0x0 trailer 0\n\
-             {z}: uint8 [28, 28, 3] size 486 flags 0x2 (lz4) trailer 0\n"
+            "{t}: complex64 [3, 4] bytes 96 flags 0x0 trailer 0\n\
+             {z}: uint8 [28, 28, 3] bytes 486 flags 0x2 (lz4) trailer 0\n"
         )
     );
     let o = run(&["info", "--json", &t]);
@@ -85,7 +85,7 @@ fn golden_info() {
         stdout(&o),
         format!(
             "{{\"path\": \"{t}\", \"dtype\": \"complex64\", \"eltype\": 4, \"elbyte\": 8, \"dims\": [3, 4], \
-             \"size\": 96, \"flags\": {{\"big_endian\": false, \"compressed\": false, \"bits\": false}}, \
+             \"count\": 12, \"bytes\": 96, \"flags\": {{\"big_endian\": false, \"compressed\": false, \"bits\": false}}, \
              \"header_bytes\": 64, \"data_offset\": 64, \"metadata_bytes\": 0}}\n"
         )
     );
@@ -241,8 +241,18 @@ fn meta_reshape_and_diff() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stdout(&o),
-        "first difference at [1, 2]: 12 vs 12.5\n2 of 24 elements differ, largest |a - b| = 4\n"
+        "first difference at [1, 2]: 12 vs 12.5\n2 of 24 elements differ, largest |a - b| = 4 at [3, 5]: 35 vs 31\n"
     );
+    // Within tolerance: equal; outside it, only what differs more is counted.
+    let o = run(&["diff", &s(&a), &s(&b), "--atol", "4"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = run(&["diff", &s(&a), &s(&b), "--atol", "1"]);
+    assert_eq!(
+        stdout(&o),
+        "first difference at [3, 5]: 35 vs 31\n1 of 24 elements differ (rtol 0, atol 1), largest |a - b| = 4 at [3, 5]: 35 vs 31\n"
+    );
+    let o = run(&["diff", &s(&a), &s(&b), "--rtol", "0.25"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     rastore::write(&b, &rastore::ndarray::Array2::<f64>::zeros((4, 6))).unwrap();
     assert_eq!(
         stdout(&run(&["diff", &s(&a), &s(&b)])),

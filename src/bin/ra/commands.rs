@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use rastore::convert::{decoded, ConvertOptions};
 use rastore::{DType, Encoding, Header, WriteOptions};
 
-use crate::{elements, slice, term, Fail, Outcome};
+use crate::input::Input;
+use crate::{elements, slice, stats, term, Fail, Outcome};
 
 #[derive(clap::Args)]
 pub struct CreateArgs {
@@ -35,7 +36,7 @@ pub struct InfoArgs {
     /// Files to inspect.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// One JSON object per line, keys: path, dtype, eltype, elbyte, dims, size, flags
+    /// One JSON object per line, keys: path, dtype, eltype, elbyte, dims, count (elements), bytes (data as stored), flags
     /// {big_endian, compressed, bits}, header_bytes, data_offset, metadata_bytes.
     #[arg(long)]
     json: bool,
@@ -56,14 +57,29 @@ pub struct FilesArg {
 
 #[derive(clap::Args)]
 pub struct CatArgs {
-    /// The file.
+    /// The file: .ra or .npy.
     file: PathBuf,
-    /// NumPy-style selection in RawArray dim order, e.g. 0:10,:,3 (negative indices count from the end).
-    #[arg(long)]
+    /// NumPy-style selection in dim order, e.g. 0:10,:,3 or -1,... (negative indices count from the end).
+    #[arg(long, allow_hyphen_values = true)]
     slice: Option<String>,
-    /// Print at most this many elements.
+    /// Print at most this many elements (with --json: refuse more).
     #[arg(long, default_value_t = 10_000)]
     limit: u64,
+    /// One JSON array, nested as NumPy's tolist() (first index outermost).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct StatsArgs {
+    /// The file: .ra or .npy.
+    file: PathBuf,
+    /// Only these elements, as for cat.
+    #[arg(long, allow_hyphen_values = true)]
+    slice: Option<String>,
+    /// One JSON object with keys count, min, max, mean, std, nan, inf.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -71,8 +87,17 @@ pub struct MetaArgs {
     /// The file.
     file: PathBuf,
     /// Replace the trailer with the bytes of this file (- for standard input); the data is untouched.
-    #[arg(long, value_name = "SRC")]
+    #[arg(long, value_name = "SRC", conflicts_with_all = ["set_attr", "del_attr"])]
     set: Option<PathBuf>,
+    /// Set one NDL attribute, keeping the rest of the trailer (VALUE is a YAML scalar: 3, 1.5, true, text). Repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    set_attr: Vec<String>,
+    /// Remove one NDL attribute, keeping the rest of the trailer. Repeatable.
+    #[arg(long, value_name = "KEY")]
+    del_attr: Vec<String>,
+    /// With --set, drop a compound description that the element type depends on.
+    #[arg(long)]
+    force: bool,
     /// Replace a file that has other hard links (they keep the old one).
     #[arg(long)]
     split_links: bool,
@@ -84,15 +109,25 @@ pub struct DiffArgs {
     a: PathBuf,
     /// Second file.
     b: PathBuf,
+    /// Relative tolerance: equal when |a - b| <= atol + rtol * |b| (NumPy's allclose).
+    #[arg(long, default_value_t = 0.0)]
+    rtol: f64,
+    /// Absolute tolerance.
+    #[arg(long, default_value_t = 0.0)]
+    atol: f64,
 }
 
+/// Reshape in column-major order, as Julia and MATLAB do: the bytes do not move and
+/// the first index still varies fastest. In NumPy terms this is
+/// `a.reshape(dims, order='F')` of the array `ra convert` gives, not the default
+/// `order='C'`.
 #[derive(clap::Args)]
 pub struct ReshapeArgs {
     /// The file.
     file: PathBuf,
-    /// New dims, comma-separated, with the same element count.
-    #[arg(value_delimiter = ',', num_args = 1..)]
-    dims: Vec<u64>,
+    /// New dims, comma-separated, with the same element count; one may be -1 (inferred).
+    #[arg(allow_hyphen_values = true)]
+    dims: String,
     /// Replace a file that has other hard links (they keep the old one).
     #[arg(long)]
     split_links: bool,
@@ -176,7 +211,7 @@ fn info_line(path: &Path, h: &Header, trailer: u64, json: bool) -> String {
     if json {
         let dims: Vec<String> = h.dims().iter().map(u64::to_string).collect();
         format!(
-            "{{\"path\": {}, \"dtype\": {}, \"eltype\": {}, \"elbyte\": {}, \"dims\": [{}], \"size\": {}, \
+            "{{\"path\": {}, \"dtype\": {}, \"eltype\": {}, \"elbyte\": {}, \"dims\": [{}], \"count\": {}, \"bytes\": {}, \
              \"flags\": {{\"big_endian\": {}, \"compressed\": {}, \"bits\": {}}}, \"header_bytes\": {}, \
              \"data_offset\": {}, \"metadata_bytes\": {}}}",
             json_str(&path.to_string_lossy()),
@@ -184,6 +219,7 @@ fn info_line(path: &Path, h: &Header, trailer: u64, json: bool) -> String {
             h.dtype().eltype,
             h.dtype().elbyte,
             dims.join(", "),
+            h.count(),
             h.size(),
             h.data_big_endian(),
             f.compressed(),
@@ -204,7 +240,7 @@ fn info_line(path: &Path, h: &Header, trailer: u64, json: bool) -> String {
             format!(" ({})", notes.join(", "))
         };
         format!(
-            "{}: {} {:?} size {} flags {:#x}{notes} trailer {trailer}",
+            "{}: {} {:?} bytes {} flags {:#x}{notes} trailer {trailer}",
             term::path(path),
             type_name(h),
             h.dims(),
@@ -235,9 +271,51 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
     }
 }
 
+fn is_npy(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+}
+
+/// `ra info` of a `.npy`: its type, shape, order and version.
+fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
+    let f = File::open(path).map_err(|e| Fail::Data(format!("{}: {e}", term::path(path))))?;
+    let mut r = io::BufReader::new(f);
+    let nh = rastore::npy::read_header(&mut r).map_err(|e| e.at(path))?;
+    let dtype = nh.descr.dtype().map_err(|e| e.at(path))?;
+    let (count, bytes) = nh.data_len().map_err(|e| e.at(path))?;
+    let order = if nh.fortran_order { "F" } else { "C" };
+    let dims: Vec<String> = nh.shape.iter().map(u64::to_string).collect();
+    Ok(if json {
+        format!(
+            "{{\"path\": {}, \"format\": \"npy\", \"version\": \"{}.{}\", \"descr\": {}, \"dtype\": {}, \
+             \"dims\": [{}], \"count\": {count}, \"bytes\": {bytes}, \"order\": \"{order}\", \"data_offset\": {}}}",
+            json_str(&path.to_string_lossy()),
+            nh.version.0,
+            nh.version.1,
+            json_str(&nh.descr.to_python()),
+            json_str(&dtype.name()),
+            dims.join(", "),
+            nh.data_offset
+        )
+    } else {
+        format!(
+            "{}: {} {:?} bytes {bytes} npy {}.{} {order}-order descr {}",
+            term::path(path),
+            dtype,
+            nh.shape,
+            nh.version.0,
+            nh.version.1,
+            term::line(&nh.descr.to_python())
+        )
+    })
+}
+
 pub fn info(a: &InfoArgs) -> Outcome {
     let mut out = io::stdout().lock();
     per_file(&a.files, |p| {
+        if is_npy(p) {
+            writeln!(out, "{}", npy_info_line(p, a.json)?)?;
+            return Ok(());
+        }
         let (h, len) = rastore::read_header_at(p)?;
         // Only a header that fits LZ4 and LEB128 alike needs its data decoded to know
         // (data that decodes as neither is for `verify` to report: no trailer).
@@ -252,19 +330,92 @@ pub fn info(a: &InfoArgs) -> Outcome {
 }
 
 pub fn describe(a: &FileArg) -> Outcome {
-    let (h, _) = rastore::read_header_at(&a.file)?;
-    let trailer = rastore::read_metadata(&a.file)?;
-    let doc = rastore::ndl::describe(&a.file.to_string_lossy(), &h, &trailer);
+    let name = a.file.to_string_lossy();
+    let doc = if is_npy(&a.file) {
+        let input = Input::open(&a.file)?;
+        let nh = input
+            .npy
+            .as_ref()
+            .ok_or_else(|| Fail::Data("not a .npy".into()))?;
+        rastore::ndl::describe_npy(&name, nh)?
+    } else {
+        let (h, _) = rastore::read_header_at(&a.file)?;
+        let trailer = rastore::read_metadata(&a.file)?;
+        rastore::ndl::describe(&name, &h, &trailer)
+    };
     io::stdout().write_all(doc.as_bytes())?;
     Ok(())
 }
 
 pub fn cat(a: &CatArgs) -> Outcome {
-    let (h, _) = rastore::read_header_at(&a.file)?;
-    let sels = slice::parse(a.slice.as_deref().unwrap_or(""), h.dims()).map_err(Fail::Usage)?;
+    let input = Input::open(&a.file)?;
+    let sels = slice::parse(a.slice.as_deref().unwrap_or(""), &input.dims).map_err(Fail::Usage)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
-    elements::cat(&a.file, &h, &sels, a.limit, &mut out)?;
+    if a.json {
+        let n = slice::walk(&sels, &input.dims, 0, |_, _| ());
+        if n > a.limit {
+            return Err(Fail::Usage(format!(
+                "the selection has {n} elements, more than --limit {}",
+                a.limit
+            )));
+        }
+        elements::cat_json(&input, &sels, &mut out)?;
+    } else {
+        elements::cat(&input, &sels, a.limit, &mut out)?;
+    }
     out.flush()?;
+    Ok(())
+}
+
+pub fn stats(a: &StatsArgs) -> Outcome {
+    let input = Input::open(&a.file)?;
+    let result = match &a.slice {
+        Some(spec) => {
+            let sels = slice::parse(spec, &input.dims).map_err(Fail::Usage)?;
+            stats::selected(&input, &sels)
+        }
+        None => {
+            let total = input.bytes().len() as u64;
+            let bar = progress_bar(total);
+            let r = stats::whole(&input, &mut |done| {
+                if let Some(b) = &bar {
+                    b.set_position(done);
+                }
+            });
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            r
+        }
+    };
+    let st = result.ok_or_else(|| {
+        Fail::Data(format!(
+            "{}: {} elements are not numbers",
+            term::path(&a.file),
+            input.dtype
+        ))
+    })?;
+    let summary = st.summary();
+    let num = |f: fn(&(f64, f64, f64, f64)) -> f64| {
+        summary
+            .as_ref()
+            .map_or("null".to_string(), |s| format!("{:?}", f(s)))
+    };
+    let (min, max, mean, std) = (num(|s| s.0), num(|s| s.1), num(|s| s.2), num(|s| s.3));
+    let mut out = io::stdout().lock();
+    if a.json {
+        writeln!(
+            out,
+            "{{\"count\": {}, \"min\": {min}, \"max\": {max}, \"mean\": {mean}, \"std\": {std}, \"nan\": {}, \"inf\": {}}}",
+            st.count, st.nan, st.inf
+        )?;
+    } else {
+        writeln!(
+            out,
+            "count {} min {min} max {max} mean {mean} std {std} nan {} inf {}",
+            st.count, st.nan, st.inf
+        )?;
+    }
     Ok(())
 }
 
@@ -285,22 +436,49 @@ pub fn verify(a: &FilesArg) -> Outcome {
 }
 
 pub fn meta(a: &MetaArgs) -> Outcome {
-    match &a.set {
-        None => {
-            let trailer = rastore::read_metadata(&a.file)?;
-            let mut out = io::stdout();
-            if out.is_terminal() {
-                out.write_all(term::text(&trailer).as_bytes())?;
-            } else {
-                out.write_all(&trailer)?;
-            }
+    let options = WriteOptions::new().split_links(a.split_links);
+    if let Some(src) = &a.set {
+        let bytes = read_input(src)?;
+        let (h, _) = rastore::read_header_at(&a.file)?;
+        let old = rastore::read_metadata(&a.file)?;
+        let elbyte = h.dtype().elbyte;
+        let needed = rastore::ndl::numpy_descr(&old, elbyte);
+        if needed.is_some() && rastore::ndl::numpy_descr(&bytes, elbyte).is_none() && !a.force {
+            return Err(Fail::Data(format!(
+                "{}: the trailer describes the fields of its {} elements, and the new one \
+                 does not: they would become opaque bytes (pass --force to drop it, or use \
+                 --set-attr to edit attributes)",
+                term::path(&a.file),
+                h.dtype()
+            )));
         }
-        Some(src) => {
-            let bytes = read_input(src)?;
-            WriteOptions::new()
-                .split_links(a.split_links)
-                .replace_metadata(&a.file, &bytes)?;
-        }
+        options.replace_metadata(&a.file, &bytes)?;
+        return Ok(());
+    }
+    if !a.set_attr.is_empty() || !a.del_attr.is_empty() {
+        let set = a
+            .set_attr
+            .iter()
+            .map(|kv| match kv.split_once('=') {
+                Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+                _ => Err(Fail::Usage(format!(
+                    "--set-attr {kv:?}: expected KEY=VALUE"
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let (h, _) = rastore::read_header_at(&a.file)?;
+        let old = rastore::read_metadata(&a.file)?;
+        let new = rastore::ndl::edit_attributes(&h, &old, &set, &a.del_attr)
+            .map_err(|e| e.at(&a.file))?;
+        options.replace_metadata(&a.file, &new)?;
+        return Ok(());
+    }
+    let trailer = rastore::read_metadata(&a.file)?;
+    let mut out = io::stdout();
+    if out.is_terminal() {
+        out.write_all(term::text(&trailer).as_bytes())?;
+    } else {
+        out.write_all(&trailer)?;
     }
     Ok(())
 }
@@ -308,7 +486,14 @@ pub fn meta(a: &MetaArgs) -> Outcome {
 pub fn diff(a: &DiffArgs) -> Outcome {
     let (ra, rb) = (decoded(&a.a)?, decoded(&a.b)?);
     let mut out = io::stdout().lock();
-    if elements::diff(&ra, &rb, &mut out)? {
+    let tol = elements::Tolerance {
+        rtol: a.rtol,
+        atol: a.atol,
+    };
+    if !(tol.rtol >= 0.0 && tol.atol >= 0.0) {
+        return Err(Fail::Usage("--rtol and --atol must be at least 0".into()));
+    }
+    if elements::diff(&ra, &rb, tol, &mut out)? {
         Err(Fail::Reported)
     } else {
         writeln!(out, "same: {} {:?}", ra.header.dtype(), ra.header.dims())?;
@@ -317,22 +502,56 @@ pub fn diff(a: &DiffArgs) -> Outcome {
 }
 
 pub fn reshape(a: &ReshapeArgs) -> Outcome {
+    let (old, _) = rastore::read_header_at(&a.file)?;
+    let dims = a
+        .dims
+        .split(',')
+        .map(|d| d.trim().parse::<i128>().map_err(|_| format!("{d:?} is not a dim")))
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|d| infer_dims(&d, old.count()))
+        .map_err(Fail::Usage)?;
     let h = WriteOptions::new()
         .split_links(a.split_links)
-        .reshape(&a.file, &a.dims)?;
+        .reshape(&a.file, &dims)?;
     writeln!(io::stdout(), "{}: now {:?}", term::path(&a.file), h.dims())?;
     Ok(())
+}
+
+/// Dims with at most one -1, which becomes what makes the count `count`.
+fn infer_dims(dims: &[i128], count: u64) -> Result<Vec<u64>, String> {
+    let unknown: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] == -1).collect();
+    if unknown.len() > 1 {
+        return Err("only one dim can be -1".into());
+    }
+    let known = dims
+        .iter()
+        .filter(|&&d| d != -1)
+        .map(|&d| u64::try_from(d).map_err(|_| format!("{d} is not a dim (0 or more, or -1)")))
+        .collect::<Result<Vec<u64>, _>>()?;
+    let Some(&at) = unknown.first() else {
+        return Ok(known);
+    };
+    let product = known
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .ok_or("the dims overflow")?;
+    if product == 0 || count % product != 0 {
+        return Err(format!(
+            "cannot infer the -1 in {dims:?}: {count} elements are not a multiple of {product}"
+        ));
+    }
+    let mut out = known;
+    out.insert(at, count / product);
+    Ok(out)
 }
 
 /// Inputs larger than this get a progress bar on a terminal.
 const PROGRESS_BYTES: u64 = 64 << 20;
 
-pub fn convert(a: &ConvertArgs) -> Outcome {
-    let size = std::fs::metadata(&a.input)
-        .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?
-        .len();
-    let bar = (size > PROGRESS_BYTES && io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new(size);
+/// A progress bar over `total` bytes, on a terminal and for large jobs only.
+pub fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
+    (total > PROGRESS_BYTES && io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(total);
         b.set_style(
             indicatif::ProgressStyle::with_template(
                 "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} {eta}",
@@ -340,7 +559,14 @@ pub fn convert(a: &ConvertArgs) -> Outcome {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         b
-    });
+    })
+}
+
+pub fn convert(a: &ConvertArgs) -> Outcome {
+    let size = std::fs::metadata(&a.input)
+        .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?
+        .len();
+    let bar = progress_bar(size);
     let mut progress = |done: u64, total: u64| {
         if let Some(b) = &bar {
             b.set_length(total);

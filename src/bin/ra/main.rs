@@ -6,7 +6,10 @@
 mod commands;
 mod demo;
 mod elements;
+mod extract;
+mod input;
 mod slice;
+mod stats;
 mod term;
 
 use std::io;
@@ -32,15 +35,21 @@ enum Command {
     Info(commands::InfoArgs),
     /// The file as an NDL (Ndarray Data Language) YAML document.
     Describe(commands::FileArg),
-    /// Print elements, one per line with its index, in file (column-major) order.
+    /// Print elements, one per line with its index, in file (column-major) order, or as JSON.
     Cat(commands::CatArgs),
+    /// Count, min, max, mean, std, NaN and infinity counts, in one parallel pass.
+    Stats(commands::StatsArgs),
+    /// Write a sub-array (one plane of a volume, say) as .ra, .npy or .png.
+    Slice(extract::SliceArgs),
+    /// Stack arrays of one shape and type along a new last axis, into one .ra.
+    Stack(extract::StackArgs),
     /// Validate files completely, decoding compressed data; one line per bad file.
     Verify(commands::FilesArg),
-    /// Print the metadata trailer, or replace it with --set.
+    /// Print the metadata trailer, edit its NDL attributes, or replace it with --set.
     Meta(commands::MetaArgs),
-    /// Compare two files: header, then the first differing element and the largest |a - b|.
+    /// Compare two files, exactly or within --rtol/--atol: exit 0 when equal.
     Diff(commands::DiffArgs),
-    /// Give a file new dims with the same element count.
+    /// Give a file new dims with the same element count, in column-major order (NumPy's order='F').
     Reshape(commands::ReshapeArgs),
     /// Convert between .ra, .npy and .png by extension (also .ra → .ra).
     Convert(commands::ConvertArgs),
@@ -90,6 +99,9 @@ fn main() -> ExitCode {
         Command::Info(a) => commands::info(&a),
         Command::Describe(a) => commands::describe(&a),
         Command::Cat(a) => commands::cat(&a),
+        Command::Stats(a) => commands::stats(&a),
+        Command::Slice(a) => extract::slice(&a),
+        Command::Stack(a) => extract::stack(&a),
         Command::Verify(a) => commands::verify(&a),
         Command::Meta(a) => commands::meta(&a),
         Command::Diff(a) => commands::diff(&a),

@@ -11,14 +11,16 @@ pub enum Sel {
 }
 
 impl Sel {
-    fn count(&self) -> u64 {
+    /// How many indices it selects.
+    pub fn count(&self) -> u64 {
         match *self {
             Sel::Index(_) => 1,
             Sel::Range { start, stop, step } => stop.saturating_sub(start).div_ceil(step),
         }
     }
 
-    fn at(&self, k: u64) -> u64 {
+    /// The `k`-th index it selects.
+    pub fn at(&self, k: u64) -> u64 {
         match *self {
             Sel::Index(i) => i,
             Sel::Range { start, step, .. } => start + k * step,

@@ -1,0 +1,204 @@
+//! `ra slice` (a sub-array to a new file) and `ra stack` (many arrays into one), both
+//! through the fill-in writer: the output is preallocated, filled through a mapping
+//! and named only when complete.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rastore::convert::{ConvertOptions, Format};
+use rastore::{CreateOptions, DType, Header, Kind};
+use rayon::prelude::*;
+
+use crate::commands::progress_bar;
+use crate::input::Input;
+use crate::slice::{self, Sel};
+use crate::{term, Fail, Outcome};
+
+#[derive(clap::Args)]
+pub struct SliceArgs {
+    /// Input: .ra or .npy.
+    input: PathBuf,
+    /// Output: .ra, .npy or .png, by extension.
+    output: PathBuf,
+    /// The selection, as for cat; dims an integer index selects are dropped, as NumPy drops them.
+    #[arg(long, allow_hyphen_values = true)]
+    slice: String,
+    /// Replace an existing output.
+    #[arg(long)]
+    overwrite: bool,
+}
+
+#[derive(clap::Args)]
+pub struct StackArgs {
+    /// The output .ra: dims of the inputs plus one last axis of their count.
+    output: PathBuf,
+    /// Inputs of one shape and type: .ra, .npy or .png.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Replace an existing output.
+    #[arg(long)]
+    overwrite: bool,
+}
+
+/// The trailer that keeps a structured type's fields, when the input has one.
+fn fields_trailer(input: &Input, path: &Path, dims: &[u64]) -> rastore::Result<Vec<u8>> {
+    if input.dtype.kind() != Kind::User {
+        return Ok(Vec::new());
+    }
+    let descr = match &input.npy {
+        Some(nh) => Some(nh.descr.clone()),
+        None => rastore::ndl::numpy_descr(&rastore::read_metadata(path)?, input.dtype.elbyte),
+    };
+    let header = Header::new(input.dtype, dims)?;
+    Ok(descr.map_or_else(Vec::new, |d| {
+        rastore::ndl::to_text(&rastore::ndl::document(None, &header, Some(&d), None)).into_bytes()
+    }))
+}
+
+/// Removes a file when dropped (the intermediate `.ra` of a slice to `.npy`/`.png`).
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+pub fn slice(a: &SliceArgs) -> Outcome {
+    let input = Input::open(&a.input)?;
+    let sels = slice::parse(&a.slice, &input.dims).map_err(Fail::Usage)?;
+    let dims: Vec<u64> = sels
+        .iter()
+        .filter(|s| matches!(s, Sel::Range { .. }))
+        .map(Sel::count)
+        .collect();
+    let w = input.dtype.elbyte as usize;
+    let trailer = fields_trailer(&input, &a.input, &dims)?;
+    let fill = |out: &mut rastore::MappedRaMut| -> rastore::Result<()> {
+        let data = out.data_mut();
+        let mut pos = 0;
+        slice::walk(&sels, &input.dims, u64::MAX, |ix, _| {
+            data[pos..pos + w].copy_from_slice(input.element(ix));
+            pos += w;
+        });
+        Ok(())
+    };
+    let format = Format::of(&a.output)?;
+    if format == Format::Ra {
+        CreateOptions::new()
+            .overwrite(a.overwrite)
+            .metadata(trailer)
+            .create_filled(&a.output, input.dtype, &dims, fill)?;
+        return Ok(());
+    }
+    if !a.overwrite && std::fs::symlink_metadata(&a.output).is_ok() {
+        return Err(Fail::Data(format!(
+            "{}: file exists; pass --overwrite to replace it",
+            term::path(&a.output)
+        )));
+    }
+    // A .npy or .png: the sub-array as a .ra beside it first, converted piece by piece.
+    let name = a
+        .output
+        .file_name()
+        .map(|n| n.to_string_lossy().len())
+        .unwrap_or(0);
+    let tmp = a
+        .output
+        .with_file_name(format!(".ra-slice-{}-{name}.ra", std::process::id()));
+    let tmp = Removed(tmp);
+    CreateOptions::new()
+        .overwrite(true)
+        .metadata(trailer)
+        .create_filled(&tmp.0, input.dtype, &dims, fill)?;
+    let options = ConvertOptions::new().overwrite(a.overwrite);
+    rastore::convert::convert(&tmp.0, &a.output, &options, &mut |_, _| ())?;
+    Ok(())
+}
+
+/// An input of `ra stack`: element type, dims and column-major native bytes.
+fn load(path: &Path) -> rastore::Result<(DType, Vec<u64>, Vec<u8>)> {
+    if Format::of(path).ok() == Some(Format::Png) {
+        let f = File::open(path).map_err(|e| {
+            rastore::Error::from(rastore::ErrorKind::Io {
+                op: "open",
+                source: e,
+            })
+            .at(path)
+        })?;
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let img = rastore::png_io::decode(BufReader::new(f), len).map_err(|e| e.at(path))?;
+        return Ok((img.dtype, img.dims, img.data));
+    }
+    let input = Input::open(path)?;
+    let bytes = input.fortran_bytes();
+    Ok((input.dtype, input.dims, bytes))
+}
+
+pub fn stack(a: &StackArgs) -> Outcome {
+    let (dtype, dims, first) = load(&a.inputs[0])?;
+    let mut out_dims = dims.clone();
+    out_dims.push(a.inputs.len() as u64);
+    let slab = first.len();
+    let bar = progress_bar((slab * a.inputs.len()) as u64);
+    // The first failure in input order, whichever thread meets it first.
+    let failed: Mutex<Option<(usize, Fail)>> = Mutex::new(None);
+    let result = CreateOptions::new().overwrite(a.overwrite).create_filled(
+        &a.output,
+        dtype,
+        &out_dims,
+        |out| {
+            let data = out.data_mut();
+            if slab == 0 {
+                return Ok(());
+            }
+            data.par_chunks_mut(slab)
+                .zip(a.inputs.par_iter())
+                .enumerate()
+                .for_each(|(i, (dst, path))| {
+                    let done = match load(path) {
+                        Ok((t, d, bytes)) if t == dtype && d == dims => {
+                            dst.copy_from_slice(&bytes);
+                            if let Some(b) = &bar {
+                                b.inc(slab as u64);
+                            }
+                            return;
+                        }
+                        Ok((t, d, _)) => Fail::Data(format!(
+                            "{}: {t} {d:?} differs from {}: {dtype} {dims:?}",
+                            term::path(path),
+                            term::path(&a.inputs[0])
+                        )),
+                        Err(e) => Fail::from(e),
+                    };
+                    let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
+                    if f.as_ref().is_none_or(|(j, _)| i < *j) {
+                        *f = Some((i, done));
+                    }
+                });
+            match failed.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                Some(_) => {
+                    Err(rastore::ErrorKind::InvalidArgument("an input failed".into()).into())
+                }
+                None => Ok(()),
+            }
+        },
+    );
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let Some((_, fail)) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(fail);
+    }
+    let h = result?;
+    println!(
+        "{}: {} {:?} from {} inputs",
+        term::path(&a.output),
+        h.dtype(),
+        h.dims(),
+        a.inputs.len()
+    );
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! The arrays the read commands take: a `.ra` or a `.npy` file as one logical array
+//! (dims, element type, where each element lies), over a mapping where the bytes can
+//! be used in place and over a decoded copy where they cannot (compressed, packed,
+//! other byte order).
+
+use std::path::Path;
+
+use rastore::npy::NpyHeader;
+use rastore::{DType, Encoding, MappedNpy, MappedRa};
+
+/// Where the element bytes are.
+enum Bytes {
+    Ra(MappedRa),
+    Npy(MappedNpy),
+    Owned(Vec<u8>),
+}
+
+/// One file's array, in native byte order where the element layout is known.
+pub struct Input {
+    /// The element type (a BitArray reads as Julia Bool).
+    pub dtype: DType,
+    /// The logical shape, as NumPy and Julia show it.
+    pub dims: Vec<u64>,
+    /// Elements between neighbours along each dim: column-major for `.ra` and
+    /// Fortran-order `.npy`, row-major for C-order `.npy`.
+    pub strides: Vec<u64>,
+    /// The `.npy` header, for `.npy` inputs.
+    pub npy: Option<NpyHeader>,
+    bytes: Bytes,
+}
+
+/// Column-major strides of `dims`, in elements.
+pub fn fortran_strides(dims: &[u64]) -> Vec<u64> {
+    dims.iter()
+        .scan(1u64, |acc, &d| {
+            let s = *acc;
+            *acc = acc.saturating_mul(d);
+            Some(s)
+        })
+        .collect()
+}
+
+fn is_npy(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+}
+
+impl Input {
+    /// Opens `path` by its extension: `.npy` as NumPy's format, anything else as `.ra`.
+    pub fn open(path: &Path) -> rastore::Result<Input> {
+        if is_npy(path) {
+            Self::open_npy(path)
+        } else {
+            Self::open_ra(path)
+        }
+    }
+
+    fn open_ra(path: &Path) -> rastore::Result<Input> {
+        let (h, _) = rastore::read_header_at(path)?;
+        let strides = fortran_strides(h.dims());
+        if h.encoding() == Encoding::Raw && h.native_endian() {
+            // SAFETY: `ra` reads files that are not being truncated or rewritten in
+            // place while it runs (the README says so, as for `np.memmap`); rastore's
+            // own writers replace files by rename and never truncate them.
+            let map = unsafe { MappedRa::open(path) }?;
+            return Ok(Input {
+                dtype: h.dtype(),
+                dims: h.dims().to_vec(),
+                strides,
+                npy: None,
+                bytes: Bytes::Ra(map),
+            });
+        }
+        let raw = rastore::convert::decoded(path)?;
+        Ok(Input {
+            dtype: raw.header.dtype(),
+            dims: h.dims().to_vec(),
+            strides,
+            npy: None,
+            bytes: Bytes::Owned(raw.data),
+        })
+    }
+
+    fn open_npy(path: &Path) -> rastore::Result<Input> {
+        // SAFETY: as for `.ra` inputs above.
+        let map = unsafe { MappedNpy::open(path) }?;
+        let nh = map.header().clone();
+        let dtype = nh.descr.dtype().map_err(|e| e.at(path))?;
+        let dims = nh.shape.clone();
+        let mut strides = fortran_strides(&dims);
+        if !nh.fortran_order {
+            let mut rev: Vec<u64> = dims.iter().rev().copied().collect();
+            rev = fortran_strides(&rev);
+            rev.reverse();
+            strides = rev;
+        }
+        let swap = nh.descr.big_endian() != cfg!(target_endian = "big")
+            && !matches!(nh.descr, rastore::npy::Descr::Struct(_));
+        let bytes = match dtype.swap_unit() {
+            Some(unit) if swap && unit > 1 => {
+                let mut v = map.data_bytes().to_vec();
+                rastore::codec::swap_bytes(&mut v, unit);
+                Bytes::Owned(v)
+            }
+            _ => Bytes::Npy(map),
+        };
+        Ok(Input {
+            dtype,
+            dims,
+            strides,
+            npy: Some(nh),
+            bytes,
+        })
+    }
+
+    /// All element bytes, in the file's element order.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.bytes {
+            Bytes::Ra(m) => m.data_bytes(),
+            Bytes::Npy(m) => m.data_bytes(),
+            Bytes::Owned(v) => v,
+        }
+    }
+
+    /// The bytes of the element at `index` (a multi-index within the dims).
+    pub fn element(&self, index: &[u64]) -> &[u8] {
+        let w = self.dtype.elbyte as usize;
+        let linear: u64 = index.iter().zip(&self.strides).map(|(i, s)| i * s).sum();
+        &self.bytes()[linear as usize * w..][..w]
+    }
+
+    /// The data as contiguous column-major bytes (a copy unless it already is).
+    pub fn fortran_bytes(&self) -> Vec<u8> {
+        if self.strides == fortran_strides(&self.dims) {
+            return self.bytes().to_vec();
+        }
+        let w = self.dtype.elbyte as usize;
+        let mut out = Vec::with_capacity(self.bytes().len());
+        let sels = crate::slice::parse("", &self.dims).unwrap_or_default();
+        crate::slice::walk(&sels, &self.dims, u64::MAX, |ix, _| {
+            out.extend_from_slice(&self.element(ix)[..w]);
+        });
+        out
+    }
+}

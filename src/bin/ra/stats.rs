@@ -1,0 +1,179 @@
+//! `ra stats`: count, min, max, mean, std and the NaN and infinity counts of any
+//! numeric array, in one parallel pass (complex numbers by magnitude). Min, max, mean
+//! and std are over the finite values, as `a[np.isfinite(a)]` gives them; std is the
+//! population one (NumPy's default `ddof=0`).
+
+use half::{bf16, f16};
+use rastore::{DType, Kind};
+use rayon::prelude::*;
+
+use crate::input::Input;
+use crate::slice::{self, Sel};
+
+/// Bytes handed to the thread pool at once; the progress bar moves per piece.
+const PIECE: usize = 64 << 20;
+
+/// Bytes one task folds.
+const TASK: usize = 1 << 20;
+
+/// The running statistics (Welford's mean and squared deviations, merged as Chan et
+/// al. merge them, so that the parallel result matches a sequential one).
+#[derive(Debug, Clone, Copy)]
+pub struct Stats {
+    /// All elements.
+    pub count: u64,
+    finite: u64,
+    min: f64,
+    max: f64,
+    mean: f64,
+    m2: f64,
+    /// NaN elements.
+    pub nan: u64,
+    /// Infinite elements.
+    pub inf: u64,
+}
+
+impl Stats {
+    fn new() -> Stats {
+        Stats {
+            count: 0,
+            finite: 0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            mean: 0.0,
+            m2: 0.0,
+            nan: 0,
+            inf: 0,
+        }
+    }
+
+    fn push(&mut self, x: f64) {
+        self.count += 1;
+        if x.is_nan() {
+            self.nan += 1;
+        } else if x.is_infinite() {
+            self.inf += 1;
+        } else {
+            self.finite += 1;
+            self.min = self.min.min(x);
+            self.max = self.max.max(x);
+            let delta = x - self.mean;
+            self.mean += delta / self.finite as f64;
+            self.m2 += delta * (x - self.mean);
+        }
+    }
+
+    fn merge(a: Stats, b: Stats) -> Stats {
+        let finite = a.finite + b.finite;
+        let (mean, m2) = if finite == 0 {
+            (0.0, 0.0)
+        } else {
+            let delta = b.mean - a.mean;
+            let (na, nb, n) = (a.finite as f64, b.finite as f64, finite as f64);
+            (
+                a.mean + delta * nb / n,
+                a.m2 + b.m2 + delta * delta * na * nb / n,
+            )
+        };
+        Stats {
+            count: a.count + b.count,
+            finite,
+            min: a.min.min(b.min),
+            max: a.max.max(b.max),
+            mean,
+            m2,
+            nan: a.nan + b.nan,
+            inf: a.inf + b.inf,
+        }
+    }
+
+    /// `(min, max, mean, std)` over the finite values, `None` when there are none.
+    pub fn summary(&self) -> Option<(f64, f64, f64, f64)> {
+        (self.finite > 0).then(|| {
+            let std = (self.m2 / self.finite as f64).max(0.0).sqrt();
+            (self.min, self.max, self.mean, std)
+        })
+    }
+}
+
+fn fold<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> f64) -> Stats {
+    let mut s = Stats::new();
+    for c in bytes.chunks_exact(N) {
+        let mut a = [0u8; N];
+        a.copy_from_slice(c);
+        s.push(conv(a));
+    }
+    s
+}
+
+/// The statistics of native-order elements of `dtype`; `None` for types that are
+/// not numbers.
+fn of_chunk(dtype: DType, b: &[u8]) -> Option<Stats> {
+    let half = |a: [u8; 4]| {
+        let re = f16::from_ne_bytes([a[0], a[1]]).to_f64();
+        re.hypot(f16::from_ne_bytes([a[2], a[3]]).to_f64())
+    };
+    Some(match (dtype.kind(), dtype.elbyte) {
+        (Kind::Int, 1) => fold(b, |a: [u8; 1]| f64::from(a[0] as i8)),
+        (Kind::Int, 2) => fold(b, |a| f64::from(i16::from_ne_bytes(a))),
+        (Kind::Int, 4) => fold(b, |a| f64::from(i32::from_ne_bytes(a))),
+        (Kind::Int, 8) => fold(b, |a| i64::from_ne_bytes(a) as f64),
+        (Kind::Int, 16) => fold(b, |a| i128::from_ne_bytes(a) as f64),
+        (Kind::UInt, 1) | (Kind::Bool, 1) => fold(b, |a: [u8; 1]| f64::from(a[0])),
+        (Kind::UInt, 2) => fold(b, |a| f64::from(u16::from_ne_bytes(a))),
+        (Kind::UInt, 4) => fold(b, |a| f64::from(u32::from_ne_bytes(a))),
+        (Kind::UInt, 8) => fold(b, |a| u64::from_ne_bytes(a) as f64),
+        (Kind::UInt, 16) => fold(b, |a| u128::from_ne_bytes(a) as f64),
+        (Kind::Float, 2) => fold(b, |a| f16::from_ne_bytes(a).to_f64()),
+        (Kind::Float, 4) => fold(b, |a| f64::from(f32::from_ne_bytes(a))),
+        (Kind::Float, 8) => fold(b, f64::from_ne_bytes),
+        (Kind::BFloat16, 2) => fold(b, |a| bf16::from_ne_bytes(a).to_f64()),
+        (Kind::Complex, 4) => fold(b, half),
+        (Kind::Complex, 8) => fold(b, |a: [u8; 8]| {
+            let (re, im) = a.split_at(4);
+            let f = |x: &[u8]| f64::from(f32::from_ne_bytes([x[0], x[1], x[2], x[3]]));
+            f(re).hypot(f(im))
+        }),
+        (Kind::Complex, 16) => fold(b, |a: [u8; 16]| {
+            let (re, im) = a.split_at(8);
+            let f = |x: &[u8]| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(x);
+                f64::from_ne_bytes(w)
+            };
+            f(re).hypot(f(im))
+        }),
+        _ => return None,
+    })
+}
+
+/// The statistics of the whole array, the pieces folded on the thread pool; `done`
+/// hears the bytes finished after each piece.
+pub fn whole(input: &Input, done: &mut dyn FnMut(u64)) -> Option<Stats> {
+    let w = input.dtype.elbyte as usize;
+    let bytes = input.bytes();
+    of_chunk(input.dtype, &[])?;
+    let piece = PIECE / w * w;
+    let task = (TASK / w * w).max(w);
+    let mut total = Stats::new();
+    for (i, p) in bytes.chunks(piece.max(w)).enumerate() {
+        let s = p
+            .par_chunks(task)
+            .map(|c| of_chunk(input.dtype, c).unwrap_or_else(Stats::new))
+            .reduce(Stats::new, Stats::merge);
+        total = Stats::merge(total, s);
+        done((i * piece + p.len()) as u64);
+    }
+    Some(total)
+}
+
+/// The statistics of the elements `sels` selects, in one walk.
+pub fn selected(input: &Input, sels: &[Sel]) -> Option<Stats> {
+    let mut total = of_chunk(input.dtype, &[])?;
+    slice::walk(sels, &input.dims, u64::MAX, |ix, _| {
+        if let Some(s) = of_chunk(input.dtype, input.element(ix)) {
+            total = Stats::merge(total, s);
+        }
+    });
+    Some(total)
+}
