@@ -146,8 +146,10 @@ pub fn convert(
         (Format::Png, Format::Ra) => png_to_ra(input, output, options).at(input),
         (Format::Ra, Format::Png) => ra_to_png(input, output, options).at(input),
         (Format::Ra, Format::Ra) => ra_to_ra(input, output, options, progress).at(input),
+        (Format::Png, Format::Npy) => png_to_npy(input, output, options).at(input),
+        (Format::Npy, Format::Png) => npy_to_png(input, output, options).at(input),
         (a, b) => Err(ErrorKind::Unsupported(format!(
-            "conversion from {a:?} to {b:?}: one side must be .ra"
+            "conversion from {a:?} to {b:?}: nothing to convert"
         ))
         .into()),
     }
@@ -434,6 +436,50 @@ fn png_to_ra(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Co
         .write_options()
         .write_bytes(output, &header, &img.data)?;
     stored_raw(options, output)
+}
+
+/// A PNG as NumPy and Pillow show it: `[height, width(, channels)]`.
+fn png_to_npy(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
+    let f = File::open(input).map_err(io_at("open", input))?;
+    let len = f.metadata().map_err(io_at("stat", input))?.len();
+    let img = png_io::decode(std::io::BufReader::new(f), len)?;
+    let descr = Descr::for_dtype(img.dtype).ok_or_else(|| no_npy_type(img.dtype))?;
+    let npy_header = NpyHeader::encode(&descr, true, &img.dims);
+    let size = (npy_header.len() + img.data.len()) as u64;
+    atomic_write(output, options.placement(), size, |w| {
+        w.write_all(&npy_header).map_err(io_at("write", output))?;
+        w.write_all(&img.data).map_err(io_at("write", output))
+    })?;
+    Ok(Converted::default())
+}
+
+/// A `.npy` image (2-D, or 3-D with up to 4 channels last) as a PNG.
+fn npy_to_png(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
+    // SAFETY: conversion inputs are read-only for the duration of the call, as above.
+    let src = unsafe { MappedNpy::open(input) }?;
+    let nh = src.header();
+    let dtype = nh.descr.dtype()?;
+    let header = Header::new(dtype, &nh.shape)?;
+    let mut data = vec![0u8; src.data_bytes().len()];
+    if nh.fortran_order || nh.shape.len() <= 1 {
+        data.copy_from_slice(src.data_bytes());
+    } else {
+        let itemsize = nh.descr.itemsize()? as usize;
+        transpose_c_to_f(
+            src.data_bytes(),
+            &shape_usize(&nh.shape)?,
+            itemsize,
+            &mut data,
+            &mut |_, _| (),
+        )?;
+    }
+    if let (true, Some(unit)) = (nh.descr.big_endian(), dtype.swap_unit()) {
+        codec::swap_bytes(&mut data, unit);
+    }
+    atomic_write(output, options.placement(), data.len() as u64, |w| {
+        png_io::encode(&header, &data, w)
+    })?;
+    Ok(Converted::default())
 }
 
 fn ra_to_png(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {

@@ -264,9 +264,9 @@ fn meta_reshape_and_diff() {
 fn png_round_trips_and_scales() {
     let dir = tmp();
     let s = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
-    // RGB uint8 [3, w, h]: pixel (x, y) = v[[c, x, y]].
+    // RGBA uint8 [h, w, 4] (FORMAT.md section 7): pixel (x, y) = v[[y, x, c]].
     let rgb =
-        rastore::ndarray::Array3::from_shape_fn((3, 5, 4), |(c, x, y)| (c * 80 + x * 10 + y) as u8);
+        rastore::ndarray::Array3::from_shape_fn((3, 5, 4), |(y, x, c)| (c * 60 + x * 10 + y) as u8);
     rastore::write(s("rgb.ra"), &rgb).unwrap();
     assert!(run(&["convert", &s("rgb.ra"), &s("rgb.png")])
         .status
@@ -275,14 +275,14 @@ fn png_round_trips_and_scales() {
         .status
         .success());
     assert_eq!(rastore::read::<u8>(s("rgb2.ra")).unwrap(), rgb.into_dyn());
-    // 16-bit gray [w, h].
-    let g = rastore::ndarray::Array2::from_shape_fn((7, 3), |(x, y)| (x * 9000 + y) as u16);
+    // 16-bit gray [h, w].
+    let g = rastore::ndarray::Array2::from_shape_fn((7, 3), |(y, x)| (y * 9000 + x) as u16);
     rastore::write(s("g.ra"), &g).unwrap();
     assert!(run(&["convert", &s("g.ra"), &s("g.png")]).status.success());
     assert!(run(&["convert", &s("g.png"), &s("g2.ra")]).status.success());
     assert_eq!(rastore::read::<u16>(s("g2.ra")).unwrap(), g.into_dyn());
     // float64 is scaled min..max to 0..255.
-    let f = rastore::ndarray::Array2::from_shape_fn((4, 2), |(x, y)| -1.0 + (x + 4 * y) as f64);
+    let f = rastore::ndarray::Array2::from_shape_fn((4, 2), |(y, x)| -1.0 + (y + 4 * x) as f64);
     rastore::write(s("f.ra"), &f).unwrap();
     assert!(run(&["convert", &s("f.ra"), &s("f.png")]).status.success());
     assert!(run(&["convert", &s("f.png"), &s("f2.ra")]).status.success());
@@ -301,7 +301,7 @@ fn png_round_trips_and_scales() {
     if let Some(m) = conf("mnist_8.png") {
         assert!(run(&["convert", &m, &s("m.ra")]).status.success());
         let h = rastore::read_header_at(s("m.ra")).unwrap().0;
-        assert_eq!(h.dims().last(), Some(&28));
+        assert_eq!(h.dims(), &[28, 28], "grayscale is [height, width]");
         assert_eq!(h.dtype(), rastore::DType::U8);
     }
 }

@@ -8,5 +8,6 @@ mod hardening;
 mod malformed;
 mod npy;
 mod roundtrip;
+mod tool;
 mod validation;
 mod writer;

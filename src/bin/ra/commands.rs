@@ -506,7 +506,11 @@ pub fn reshape(a: &ReshapeArgs) -> Outcome {
     let dims = a
         .dims
         .split(',')
-        .map(|d| d.trim().parse::<i128>().map_err(|_| format!("{d:?} is not a dim")))
+        .map(|d| {
+            d.trim()
+                .parse::<i128>()
+                .map_err(|_| format!("{d:?} is not a dim"))
+        })
         .collect::<Result<Vec<_>, _>>()
         .and_then(|d| infer_dims(&d, old.count()))
         .map_err(Fail::Usage)?;

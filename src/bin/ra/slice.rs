@@ -44,13 +44,21 @@ fn index(text: &str, extent: u64, clamp: bool) -> Result<u64, String> {
     }
 }
 
-/// Parses `spec` against `dims`; missing trailing parts select everything.
+/// Parses `spec` against `dims`; missing trailing parts select everything, and one
+/// `...` stands for as many `:` as the dims need.
 pub fn parse(spec: &str, dims: &[u64]) -> Result<Vec<Sel>, String> {
-    let parts: Vec<&str> = if spec.trim().is_empty() {
+    let mut parts: Vec<&str> = if spec.trim().is_empty() {
         Vec::new()
     } else {
         spec.split(',').collect()
     };
+    if let Some(at) = parts.iter().position(|p| p.trim() == "...") {
+        if parts.iter().filter(|p| p.trim() == "...").count() > 1 {
+            return Err(format!("slice {spec:?} has more than one ..."));
+        }
+        let fill = (dims.len() + 1).saturating_sub(parts.len());
+        parts.splice(at..=at, std::iter::repeat_n(":", fill));
+    }
     if parts.len() > dims.len() {
         return Err(format!(
             "slice {spec:?} has {} parts, the file has {} dims",
@@ -161,5 +169,15 @@ mod tests {
         assert!(parse("a:b", &dims).is_err());
         assert_eq!(walk(&parse("", &[]).unwrap(), &[], 5, |_, _| ()), 1);
         assert_eq!(walk(&parse("5:2", &[9]).unwrap(), &[9], 5, |_, _| ()), 0);
+        assert_eq!(
+            parse("...,-1", &dims).unwrap(),
+            parse(":,:,-1", &dims).unwrap()
+        );
+        assert_eq!(parse("1,...", &dims).unwrap(), parse("1", &dims).unwrap());
+        assert_eq!(
+            parse("0,...,2", &dims).unwrap(),
+            parse("0,:,2", &dims).unwrap()
+        );
+        assert!(parse("...,...", &dims).is_err());
     }
 }
