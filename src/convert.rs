@@ -42,6 +42,8 @@ pub enum Format {
     Npy,
     /// `.png`
     Png,
+    /// `.npz` (input only: an archive of `.npy` members)
+    Npz,
 }
 
 impl Format {
@@ -56,8 +58,9 @@ impl Format {
             Some("ra") => Ok(Format::Ra),
             Some("npy") => Ok(Format::Npy),
             Some("png") => Ok(Format::Png),
+            Some("npz") => Ok(Format::Npz),
             _ => Err(ErrorKind::InvalidArgument(format!(
-                "{}: unknown extension (use .ra, .npy or .png)",
+                "{}: unknown extension (use .ra, .npy, .png, or .npz as input)",
                 path.display()
             ))
             .into()),
@@ -125,13 +128,17 @@ pub struct Converted {
 }
 
 /// Converts `input` to `output` by their extensions: `.npy` ↔ `.ra`, `.png` ↔ `.ra`,
-/// `.ra` → `.ra` (compress, else decompress and byte-swap to native).
+/// `.png` ↔ `.npy`, `.ra` → `.ra` (compress, else decompress and byte-swap to
+/// native), and `.npz` → a folder `output` of one `.ra` per member, named after it.
 pub fn convert(
     input: &Path,
     output: &Path,
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
+    if Format::of(input)? == Format::Npz {
+        return npz_to_dir(input, output, options, progress);
+    }
     let formats = (Format::of(input)?, Format::of(output)?);
     if !options.overwrite && fs::symlink_metadata(output).is_ok() {
         // Refused before any work; placing the output refuses atomically too.
@@ -421,6 +428,65 @@ fn copy_pieces(
         progress(pos - range.start, total);
     }
     Ok(())
+}
+
+/// Removes a file when dropped.
+struct Removed<'a>(&'a Path);
+
+impl Drop for Removed<'_> {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(self.0);
+    }
+}
+
+/// Each `NAME.npy` member of an `.npz` as `dir/NAME.ra` (the folder made if missing),
+/// streamed through a temporary `.npy` beside it.
+fn npz_to_dir(
+    input: &Path,
+    dir: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    let file = File::open(input).map_err(io_at("open", input))?;
+    let len = file.metadata().map_err(io_at("stat", input))?.len();
+    let members = crate::npz::members(&file, len, input).at(input)?;
+    let stem = |name: &str| -> Result<String> {
+        match name.strip_suffix(".npy") {
+            Some(s) if !s.is_empty() && !s.starts_with('.') && !s.contains(['/', '\\']) => {
+                Ok(s.to_string())
+            }
+            _ => Err(Error::decode(
+                "npz",
+                format!("member {name:?} is not NAME.npy with a plain NAME"),
+            )
+            .at(input)),
+        }
+    };
+    let names = members
+        .iter()
+        .map(|m| stem(&m.name))
+        .collect::<Result<Vec<_>>>()?;
+    fs::create_dir_all(dir).map_err(io_at("create folder", dir))?;
+    let mut result = Converted::default();
+    for (i, (m, name)) in members.iter().zip(&names).enumerate() {
+        let out = dir.join(format!("{name}.ra"));
+        if !options.overwrite && fs::symlink_metadata(&out).is_ok() {
+            return Err(Error::from(ErrorKind::InvalidArgument(
+                "file exists; pass --overwrite to replace it".into(),
+            ))
+            .at(&out));
+        }
+        let tmp = dir.join(format!(".ra-npz-{:x}-{i}.npy", std::process::id()));
+        let _removed = Removed(&tmp);
+        let mut w = std::io::BufWriter::new(File::create(&tmp).map_err(io_at("create", &out))?);
+        crate::npz::extract(&file, len, m, input, &mut w).at(input)?;
+        w.flush().map_err(io_at("write", &out))?;
+        drop(w);
+        let r = npy_to_ra(&tmp, &out, options, progress)
+            .map_err(|e| Error::decode("npz", format!("member {}: {e}", m.name)).at(input))?;
+        result.stored_raw |= r.stored_raw;
+    }
+    Ok(result)
 }
 
 fn no_npy_type(d: DType) -> Error {

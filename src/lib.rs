@@ -47,6 +47,7 @@ mod layout;
 mod mapped;
 pub mod ndl;
 pub mod npy;
+pub mod npz;
 mod owned;
 pub mod png_io;
 mod replace;

@@ -527,3 +527,64 @@ fn errors_debug_as_their_message() {
         "{e:?}"
     );
 }
+
+#[test]
+fn npz_members_become_one_ra_each() {
+    if !python_has("numpy") {
+        return;
+    }
+    let d = tmp();
+    for (name, save) in [("plain.npz", "savez"), ("packed.npz", "savez_compressed")] {
+        let npz = d.path().join(name);
+        python(&[
+            "-c",
+            &format!(
+                "import numpy as np, sys\n\
+                 r = np.random.default_rng(2)\n\
+                 np.{save}(sys.argv[1], img=r.integers(0, 255, (20, 30, 3), dtype=np.uint8),\n\
+                 \x20   table=np.array([(1, 2.5)], dtype=[('k', '<i4'), ('v', '<f8')]),\n\
+                 \x20   mask=np.array([[True, False], [False, True]]), scalar=np.float64(4.5))"
+            ),
+            s(&npz),
+        ]);
+        let out = d.path().join(format!("{name}.d"));
+        ok(&["convert", s(&npz), s(&out)]);
+        let mut made: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        made.sort();
+        assert_eq!(
+            made,
+            ["img.ra", "mask.ra", "scalar.ra", "table.ra"],
+            "{name}"
+        );
+        for m in ["img", "table", "mask", "scalar"] {
+            ok(&[
+                "convert",
+                s(&out.join(format!("{m}.ra"))),
+                s(&out.join(format!("{m}.npy"))),
+            ]);
+        }
+        python(&[
+            "-c",
+            "import numpy as np, sys\n\
+             z = np.load(sys.argv[1])\n\
+             for k in z.files:\n\
+             \x20   b = np.load(f'{sys.argv[2]}/{k}.npy')\n\
+             \x20   assert z[k].dtype == b.dtype and z[k].shape == b.shape and (z[k] == b).all(), k",
+            s(&npz),
+            s(&out),
+        ]);
+        let e = fails(&["convert", s(&npz), s(&out)], 1);
+        assert!(e.contains("--overwrite"), "{e}");
+        // A cut archive is refused, and leaves no temporary member behind.
+        let bytes = std::fs::read(&npz).unwrap();
+        let cut = d.path().join("cut.npz");
+        std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        let out2 = d.path().join("cut.d");
+        let e = fails(&["convert", s(&cut), s(&out2)], 1);
+        assert!(e.contains("npz"), "{e}");
+        assert!(std::fs::read_dir(&out2).map_or(true, |mut r| r.next().is_none()));
+    }
+}

@@ -135,9 +135,9 @@ pub struct ReshapeArgs {
 
 #[derive(clap::Args)]
 pub struct ConvertArgs {
-    /// Input: .ra, .npy or .png.
+    /// Input: .ra, .npy, .png, or .npz (an archive of .npy files).
     input: PathBuf,
-    /// Output: .ra, .npy or .png.
+    /// Output: .ra, .npy or .png; for an .npz input, a folder (made if missing) for one NAME.ra per member.
     output: PathBuf,
     /// Store the output .ra as one LZ4 block (held in memory while compressing).
     #[arg(long)]

@@ -51,7 +51,7 @@ enum Command {
     Diff(commands::DiffArgs),
     /// Give a file new dims with the same element count, in column-major order (NumPy's order='F').
     Reshape(commands::ReshapeArgs),
-    /// Convert between .ra, .npy and .png by extension (also .ra → .ra).
+    /// Convert between .ra, .npy and .png by extension (also .ra → .ra, and .npz → a folder of .ra).
     Convert(commands::ConvertArgs),
 }
 
