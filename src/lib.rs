@@ -8,7 +8,7 @@
 //! |---|---|
 //! | open a file of any size in constant time and view it | [`MappedRa::open`], [`MappedRa::view`], [`MappedRa::view_ix`] |
 //! | read a whole file into memory, any encoding or byte order | [`read`], [`read_from`], [`read_bool`], [`read_raw`] |
-//! | write an array of any layout, atomically | [`write`], [`WriteOptions`], [`write_to`] |
+//! | write an array of any layout, atomically | [`write()`], [`WriteOptions`], [`write_to`] |
 //! | create a huge file and fill it in place, in parallel | [`MappedRaMut::create`], [`MappedRaMut::par_fill_slabs`], [`MappedRaMut::flush`] |
 //! | many processes filling disjoint slabs of one file | [`create_file`], [`MappedRaMut::open_slab`] |
 //! | parse or build a header without I/O | [`Header::parse`], [`Header::new`], [`Header::encode`] |
@@ -65,6 +65,11 @@ pub use owned::{
     read_raw_from, replace_metadata, reshape, write, write_to, RawData, WriteOptions,
 };
 pub use view::{view_bytes, view_data, view_data_mut};
+
+/// The README's Rust examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub use half;
 pub use ndarray;

@@ -1,20 +1,6 @@
 //! Memory-mapped files: [`MappedRa`] maps a file read-only, validates the header in
 //! place and hands out zero-copy views. This is the only module that calls memmap2.
-//!
-//! # Why `open` is `unsafe`
-//!
-//! A mapping shows the file's bytes as they are *now*. If another process (or this
-//! one, through another handle) writes to the file while it is mapped, a `&[u8]` or
-//! an `ArrayView` handed out here changes underneath safe code, which Rust's aliasing
-//! rules forbid; if the file is truncated, touching the lost pages raises `SIGBUS`
-//! and kills the process. No check at open time can rule either out, because they
-//! happen later and elsewhere. memmap2 therefore makes mapping a file `unsafe`, and
-//! [`MappedRa::open`] forwards that contract to you instead of hiding it: calling it
-//! is a promise that the file will not be modified or truncated while the `MappedRa`
-//! lives. Files you wrote yourself, read-only data sets and files written once by
-//! rastore (whose writers replace files by rename and never truncate them) keep that
-//! promise. For a file that may change underneath, use the copying reader
-//! [`read`](crate::read), which is entirely safe.
+//! Why mapping is `unsafe`: see [`MappedRa`].
 
 use std::fs::{File, OpenOptions};
 use std::ops::Range;
@@ -41,6 +27,21 @@ use crate::view::{stored_data, trailer, view_data, view_data_mut};
 /// println!("{:?} sum = {}", v.shape(), v.sum());
 /// # Ok::<(), rastore::Error>(())
 /// ```
+///
+/// # Why `open` is `unsafe`
+///
+/// A mapping shows the file's bytes as they are *now*. If another process (or this
+/// one, through another handle) writes to the file while it is mapped, a `&[u8]` or
+/// an `ArrayView` handed out here changes underneath safe code, which Rust's aliasing
+/// rules forbid; if the file is truncated, touching the lost pages raises `SIGBUS`
+/// and kills the process. No check at open time can rule either out, because they
+/// happen later and elsewhere. memmap2 therefore makes mapping a file `unsafe`, and
+/// [`MappedRa::open`] forwards that contract to you instead of hiding it: calling it
+/// is a promise that the file will not be modified or truncated while the `MappedRa`
+/// lives. Files you wrote yourself, read-only data sets and files written once by
+/// rastore (whose writers replace files by rename and never truncate them) keep that
+/// promise. For a file that may change underneath, use the copying reader
+/// [`read`](crate::read), which is entirely safe.
 pub struct MappedRa {
     map: Mmap,
     header: Header,
@@ -55,8 +56,9 @@ impl MappedRa {
     /// # Safety
     ///
     /// The file must not be modified or truncated, by this or any other process, while
-    /// the returned value or any view borrowed from it is alive. See the
-    /// [module docs](self) for why, and [`read`](crate::read) for a safe alternative.
+    /// the returned value or any view borrowed from it is alive. See
+    /// [why](MappedRa#why-open-is-unsafe), and [`read`](crate::read) for a safe
+    /// alternative.
     pub unsafe fn open(path: impl AsRef<Path>) -> Result<MappedRa> {
         let path = path.as_ref();
         let file = File::open(path).map_err(io_at("open", path))?;
