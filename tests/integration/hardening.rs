@@ -210,6 +210,17 @@ fn rewrites_keep_the_permission_bits() {
             assert_eq!(got, mode, "{args:?}: mode {got:o}, was {mode:o}");
         }
     }
+    // Owner and group are kept where the process may set them (root here and in CI).
+    let p = small(d.path(), "owned.ra");
+    if std::fs::metadata(&p).unwrap().uid() == 0 {
+        std::os::unix::fs::chown(&p, Some(4321), Some(8765)).unwrap();
+        for args in rewrites(&p, &src, &meta) {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            ok(&a);
+            let m = std::fs::metadata(&p).unwrap();
+            assert_eq!((m.uid(), m.gid()), (4321, 8765), "{args:?}");
+        }
+    }
     // A new file gets the usual mode (0666 less the umask), not the old file's.
     let fresh = d.path().join("fresh.ra");
     ok(&["convert", s(&src), s(&fresh)]);
