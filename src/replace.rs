@@ -110,6 +110,11 @@ impl NewFile {
     /// Starts a new file that is to become `path` (read-write, empty), after checking
     /// that `how` allows replacing what is there.
     pub(crate) fn beside(path: &Path, how: Placement) -> Result<NewFile> {
+        Self::beside_as(path, how, true)
+    }
+
+    /// [`beside`](Self::beside), unnamed only if `unnamed` and the file system can.
+    fn beside_as(path: &Path, how: Placement, unnamed: bool) -> Result<NewFile> {
         let target = resolve_links(path)?;
         let old = match fs::metadata(&target) {
             Ok(m) => Some(m),
@@ -135,7 +140,7 @@ impl NewFile {
             }
         }
         let dir = parent_dir(&target);
-        let (file, named) = match open_unnamed(dir) {
+        let (file, named) = match open_unnamed(dir).filter(|_| unnamed) {
             Some(f) => (f, None),
             None => {
                 let tmp = temp_name(&target);
@@ -246,4 +251,52 @@ pub(crate) fn build_file<R>(
     let r = build(&new)?;
     new.place()?;
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn listing(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Where `O_TMPFILE` is missing: a short named temporary file, placed or removed.
+    #[test]
+    fn the_named_fallback_places_or_leaves_nothing() {
+        let dir = std::env::temp_dir().join(format!("rastore-replace-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("n".repeat(250) + ".ra");
+        let how = Placement {
+            overwrite: true,
+            ..Placement::default()
+        };
+        let new = NewFile::beside_as(&target, how, false).unwrap();
+        assert!(new.named.is_some(), "the fallback was taken");
+        assert_eq!(listing(&dir).len(), 1, "one temporary file while building");
+        (&new.file).write_all(b"done").unwrap();
+        new.place().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"done");
+        assert_eq!(
+            listing(&dir),
+            [target.file_name().unwrap().to_string_lossy()]
+        );
+        // Dropped unplaced (an error, or an unwinding panic): removed.
+        let new = NewFile::beside_as(&target, how, false).unwrap();
+        (&new.file).write_all(b"half").unwrap();
+        drop(new);
+        assert_eq!(listing(&dir).len(), 1);
+        assert_eq!(fs::read(&target).unwrap(), b"done");
+        // Refusing an existing file by link.
+        let keep = Placement::default();
+        let e = NewFile::beside_as(&target, keep, false).err().unwrap();
+        assert!(e.to_string().contains("--overwrite"), "{e}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -516,6 +516,20 @@ fn names_and_messages_reach_the_terminal_escaped() {
         .write(&raw, &rastore::ndarray::Array1::<u8>::zeros(2))
         .unwrap();
     assert_eq!(run(&["meta", s(&raw)]).stdout, b"\x1b\x00\xff");
+    // On a terminal (util-linux `script` gives it one), escaped.
+    let cmd = format!("'{}' meta '{}'", env!("CARGO_BIN_EXE_ra"), s(&raw));
+    if let Ok(o) = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+    {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.stdout,
+            b"\\x1b\\x00\\xff",
+            "{:?}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
 }
 
 // Finding 13.

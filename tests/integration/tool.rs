@@ -85,6 +85,22 @@ fn png_keeps_the_logical_image_pillow_shows() {
     assert_eq!(report.trim(), "(100, 200) (30, 60, 3)");
     let (h, _) = rastore::read_header_at(p("rgb.ra")).unwrap();
     assert_eq!(h.dims(), &[30, 60, 3], "[height, width, channels]");
+    // The conformance PNGs too.
+    if let Some(conf) = crate::common::conformance_dir() {
+        for name in ["mnist_8", "cifar_airplane"] {
+            let png = conf.join(format!("{name}.png"));
+            let npy = p(&format!("{name}.npy"));
+            ok(&["convert", s(&png), s(&npy)]);
+            python(&[
+                "-c",
+                "import numpy as np, sys\nfrom PIL import Image\n\
+                 want = np.asarray(Image.open(sys.argv[1])); got = np.load(sys.argv[2])\n\
+                 assert got.shape == want.shape and (got == want).all(), (got.shape, want.shape)",
+                s(&png),
+                s(&npy),
+            ]);
+        }
+    }
 }
 
 #[test]
@@ -288,6 +304,15 @@ fn slice_writes_the_sub_array_numpy_would_give() {
     ]);
     let vol_ra = d.path().join("vol.ra");
     ok(&["convert", s(&vol), s(&vol_ra)]);
+    // A C-order .npy input slices the same as its .ra.
+    let from_npy = d.path().join("from_npy.ra");
+    let from_ra = d.path().join("from_ra.ra");
+    ok(&["slice", s(&vol), s(&from_npy), "--slice", "1:4,...,-1"]);
+    ok(&["slice", s(&vol_ra), s(&from_ra), "--slice", "1:4,...,-1"]);
+    assert_eq!(
+        std::fs::read(&from_npy).unwrap(),
+        std::fs::read(&from_ra).unwrap()
+    );
     for (spec, out) in [
         ("1:5:2,-1,...", "a.npy"),
         ("...,2", "plane.npy"),
