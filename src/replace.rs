@@ -51,8 +51,9 @@ pub(crate) struct NewFile {
     how: Placement,
 }
 
-/// `path` with symbolic links followed (a dangling link gives the path it names).
-pub(crate) fn resolve_links(path: &Path) -> Result<PathBuf> {
+/// `path` with symbolic links followed (a dangling link gives the path it names), and
+/// the metadata of the file there, if there is one.
+pub(crate) fn resolve_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
     let mut p = path.to_path_buf();
     for _ in 0..MAX_LINKS {
         match fs::symlink_metadata(&p) {
@@ -60,8 +61,8 @@ pub(crate) fn resolve_links(path: &Path) -> Result<PathBuf> {
                 let to = fs::read_link(&p).map_err(io_at("read link", path))?;
                 p = parent_dir(&p).join(to);
             }
-            Ok(_) => return Ok(p),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(p),
+            Ok(m) => return Ok((p, Some(m))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((p, None)),
             Err(e) => return Err(Error::io("stat", e).at(path)),
         }
     }
@@ -115,12 +116,7 @@ impl NewFile {
 
     /// [`beside`](Self::beside), unnamed only if `unnamed` and the file system can.
     fn beside_as(path: &Path, how: Placement, unnamed: bool) -> Result<NewFile> {
-        let target = resolve_links(path)?;
-        let old = match fs::metadata(&target) {
-            Ok(m) => Some(m),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Error::io("stat", e).at(path)),
-        };
+        let (target, old) = resolve_links(path)?;
         if let Some(m) = &old {
             if !how.overwrite {
                 return Err(exists(path));
@@ -176,11 +172,14 @@ impl NewFile {
             use std::os::unix::fs::PermissionsExt;
             // Owner first: changing it may clear set-id bits that the mode restores.
             // Only the owner (or root) may give a file away: otherwise keep ours.
-            let _ = rustix::fs::fchown(
-                &self.file,
-                Some(rustix::fs::Uid::from_raw(m.uid())),
-                Some(rustix::fs::Gid::from_raw(m.gid())),
-            );
+            let (uid, gid) = (rustix::process::geteuid(), rustix::process::getegid());
+            if (m.uid(), m.gid()) != (uid.as_raw(), gid.as_raw()) {
+                let _ = rustix::fs::fchown(
+                    &self.file,
+                    Some(rustix::fs::Uid::from_raw(m.uid())),
+                    Some(rustix::fs::Gid::from_raw(m.gid())),
+                );
+            }
             self.file
                 .set_permissions(fs::Permissions::from_mode(m.mode() & 0o7777))
                 .map_err(io_at("set permissions", &path))?;
@@ -205,7 +204,10 @@ impl NewFile {
             // link() fails if the target exists: an atomic refuse-to-clobber.
             fs::hard_link(&named, &self.target).map_err(|e| refused(e, &path))
         };
-        let _ = fs::remove_file(&named);
+        // A rename took the temporary name away; a link, or a failure, left it.
+        if placed.is_err() || !self.how.overwrite {
+            let _ = fs::remove_file(&named);
+        }
         placed?;
         if self.how.durable {
             let dir = parent_dir(&self.target);
