@@ -93,18 +93,18 @@ fn open_unnamed(dir: &Path) -> Option<File> {
 }
 
 /// Gives the unnamed `file` the name `to`; fails with `AlreadyExists` if it is taken.
+/// By descriptor where the process may (root; cheaper: no path lookup in /proc),
+/// else through `/proc/self/fd`.
 fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
     use rustix::fs::{linkat, AtFlags, CWD};
     use std::os::fd::AsRawFd;
-    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    match linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW) {
-        Ok(()) => Ok(()),
-        // No /proc: linking by descriptor needs privileges, but may be allowed.
-        Err(rustix::io::Errno::NOENT) => {
-            linkat(file, "", CWD, to, AtFlags::EMPTY_PATH).map_err(io::Error::from)
-        }
-        Err(e) => Err(e.into()),
+    match linkat(file, "", CWD, to, AtFlags::EMPTY_PATH) {
+        Ok(()) => return Ok(()),
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::PERM | rustix::io::Errno::INVAL) => {}
+        Err(e) => return Err(e.into()),
     }
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW).map_err(io::Error::from)
 }
 
 impl NewFile {
