@@ -97,12 +97,18 @@ fn open_unnamed(dir: &Path) -> Option<File> {
 /// else through `/proc/self/fd`.
 fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
     use rustix::fs::{linkat, AtFlags, CWD};
-    use std::os::fd::AsRawFd;
     match linkat(file, "", CWD, to, AtFlags::EMPTY_PATH) {
         Ok(()) => return Ok(()),
         Err(rustix::io::Errno::NOENT | rustix::io::Errno::PERM | rustix::io::Errno::INVAL) => {}
         Err(e) => return Err(e.into()),
     }
+    link_by_proc(file, to)
+}
+
+/// [`link_unnamed`] through `/proc/self/fd`, which any process may use.
+fn link_by_proc(file: &File, to: &Path) -> io::Result<()> {
+    use rustix::fs::{linkat, AtFlags, CWD};
+    use std::os::fd::AsRawFd;
     let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
     linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW).map_err(io::Error::from)
 }
@@ -295,6 +301,17 @@ mod tests {
         drop(new);
         assert_eq!(listing(&dir).len(), 1);
         assert_eq!(fs::read(&target).unwrap(), b"done");
+        // An unnamed file named through /proc (the way for processes without the
+        // privilege to link by descriptor).
+        if let Some(f) = open_unnamed(&dir) {
+            (&f).write_all(b"proc").unwrap();
+            let named = dir.join("by-proc.ra");
+            link_by_proc(&f, &named).unwrap();
+            assert_eq!(fs::read(&named).unwrap(), b"proc");
+            let again = link_by_proc(&f, &named).unwrap_err();
+            assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
+            fs::remove_file(&named).unwrap();
+        }
         // Refusing an existing file by link.
         let keep = Placement::default();
         let e = NewFile::beside_as(&target, keep, false).err().unwrap();
