@@ -186,8 +186,12 @@ impl<'a> LitParser<'a> {
             .get(self.pos)
             .ok_or_else(|| bad("header: unterminated string"))?;
         self.pos += 1;
+        if e == b'\n' {
+            // A backslash at the end of a line continues the string on the next.
+            return Ok(());
+        }
         let simple = match e {
-            b'\n' => Some('\n'),
+            b'n' => Some('\n'),
             b't' => Some('\t'),
             b'r' => Some('\r'),
             b'a' => Some('\u{7}'),
@@ -770,6 +774,25 @@ mod tests {
         assert_eq!(d.itemsize().unwrap(), 10 + 4 + 4 + 16 + 1);
         assert_eq!(d.to_python(), text);
         assert_eq!(d.dtype().unwrap(), DType::user(35));
+    }
+
+    #[test]
+    fn names_with_escapes_round_trip_as_python_reads_them() {
+        let parsed = Descr::parse("[('a\\nb\\\\c\\'d\\x1be\\u00e9\\101\\\nf', '<i2')]").unwrap();
+        let Descr::Struct(fields) = &parsed else {
+            panic!("{parsed:?}")
+        };
+        assert_eq!(fields[0].name, "a\nb\\c'd\u{1b}e\u{e9}Af");
+        for name in ["x\ny", "back\\slash\\n", "q'uo\"te", "\u{1b}[0m", "tab\t\r", "\u{9b}c1"] {
+            let d = Descr::Struct(vec![Field {
+                name: name.into(),
+                descr: Descr::parse("'<f4'").unwrap(),
+                shape: vec![],
+            }]);
+            let enc = NpyHeader::encode(&d, false, &[1]);
+            let back = NpyHeader::parse(&enc).unwrap();
+            assert_eq!(back.descr, d, "{name:?}");
+        }
     }
 
     #[test]
