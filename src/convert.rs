@@ -22,7 +22,7 @@ use crate::layout::copy_to_fortran;
 use crate::mapped::MappedNpy;
 use crate::ndl;
 use crate::npy::{self, Descr, NpyHeader};
-use crate::owned::{atomic_write, read_header_at_start, RawData, WriteOptions};
+use crate::owned::{atomic_write, open_len, read_header_at_start, RawData, WriteOptions};
 use crate::png_io;
 use crate::replace::Placement;
 use crate::view::shape_usize;
@@ -203,8 +203,7 @@ fn npy_to_ra(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
-    let mut file = File::open(input).map_err(io_at("open", input))?;
-    let len = file.metadata().map_err(io_at("stat", input))?.len();
+    let (mut file, len) = open_len(input)?;
     let nh = npy::read_header(&mut file)?;
     let (_, nbytes) = nh.data_len()?;
     let end = nh.data_offset.saturating_add(nbytes);
@@ -346,8 +345,7 @@ fn ra_to_npy(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
-    let file = File::open(input).map_err(io_at("open", input))?;
-    let len = file.metadata().map_err(io_at("stat", input))?.len();
+    let (file, len) = open_len(input)?;
     let h = read_header_at_start(&file, len)?;
     let descr = if h.dtype().kind() == Kind::User {
         let mut trailer =
@@ -447,8 +445,7 @@ fn npz_to_dir(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
-    let file = File::open(input).map_err(io_at("open", input))?;
-    let len = file.metadata().map_err(io_at("stat", input))?.len();
+    let (file, len) = open_len(input)?;
     let members = crate::npz::members(&file, len, input).at(input)?;
     let stem = |name: &str| -> Result<String> {
         match name.strip_suffix(".npy") {
@@ -494,8 +491,7 @@ fn no_npy_type(d: DType) -> Error {
 }
 
 fn png_to_ra(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
-    let f = File::open(input).map_err(io_at("open", input))?;
-    let len = f.metadata().map_err(io_at("stat", input))?.len();
+    let (f, len) = open_len(input)?;
     let img = png_io::decode(std::io::BufReader::new(f), len)?;
     let header = Header::new(img.dtype, &img.dims)?;
     options
@@ -506,8 +502,7 @@ fn png_to_ra(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Co
 
 /// A PNG as NumPy and Pillow show it: `[height, width(, channels)]`.
 fn png_to_npy(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
-    let f = File::open(input).map_err(io_at("open", input))?;
-    let len = f.metadata().map_err(io_at("stat", input))?.len();
+    let (f, len) = open_len(input)?;
     let img = png_io::decode(std::io::BufReader::new(f), len)?;
     let descr = Descr::for_dtype(img.dtype).ok_or_else(|| no_npy_type(img.dtype))?;
     let npy_header = NpyHeader::encode(&descr, true, &img.dims);
@@ -562,8 +557,7 @@ fn ra_to_ra(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
-    let file = File::open(input).map_err(io_at("open", input))?;
-    let len = file.metadata().map_err(io_at("stat", input))?.len();
+    let (file, len) = open_len(input)?;
     let h = read_header_at_start(&file, len)?;
     if let (false, Encoding::Raw, Some(unit)) =
         (options.compress, h.encoding(), h.dtype().swap_unit())

@@ -783,7 +783,14 @@ mod tests {
             panic!("{parsed:?}")
         };
         assert_eq!(fields[0].name, "a\nb\\c'd\u{1b}e\u{e9}Af");
-        for name in ["x\ny", "back\\slash\\n", "q'uo\"te", "\u{1b}[0m", "tab\t\r", "\u{9b}c1"] {
+        for name in [
+            "x\ny",
+            "back\\slash\\n",
+            "q'uo\"te",
+            "\u{1b}[0m",
+            "tab\t\r",
+            "\u{9b}c1",
+        ] {
             let d = Descr::Struct(vec![Field {
                 name: name.into(),
                 descr: Descr::parse("'<f4'").unwrap(),

@@ -49,7 +49,8 @@ pub struct RawData {
     pub metadata: Vec<u8>,
 }
 
-fn open_len(path: &Path) -> Result<(File, u64)> {
+/// Opens `path` for reading, with its length.
+pub(crate) fn open_len(path: &Path) -> Result<(File, u64)> {
     let f = File::open(path).map_err(io_at("open", path))?;
     let len = f.metadata().map_err(io_at("stat", path))?.len();
     Ok((f, len))

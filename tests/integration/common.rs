@@ -86,3 +86,15 @@ pub fn python(args: &[&str]) -> String {
     assert!(out.status.success(), "python3 {args:?}: {text}");
     text
 }
+
+/// `n` bytes that no compressor can shrink (xorshift64 from `seed`).
+pub fn noise(n: usize, mut seed: u64) -> Vec<u8> {
+    (0..n)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as u8
+        })
+        .collect()
+}

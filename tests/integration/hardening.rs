@@ -568,15 +568,7 @@ fn numpy_long_double_is_stored_opaque_with_its_descr() {
 fn c_reference_lz4_block_as_long_as_the_data_reads_as_lz4() {
     // Bytes whose LZ4 block is exactly as long as they are: the header then fits
     // Julia's LEB128 variant too, and only decoding tells them apart.
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let noise: Vec<u8> = (0..400)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let noise = crate::common::noise(400, 0x2545_f491_4f6c_dd1d);
     let (data, block) = (100..400)
         .flat_map(|r| (0..64).map(move |z| (r, z)))
         .find_map(|(r, z)| {

@@ -188,15 +188,7 @@ fn meta_edits_attributes_and_keeps_what_the_data_needs() {
 fn convert_refuses_an_existing_output_and_says_when_it_stored_raw() {
     let d = tmp();
     let a = d.path().join("a.ra");
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let noise: Vec<u8> = (0..4096)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let noise = crate::common::noise(4096, 0x9e37_79b9_7f4a_7c15);
     rastore::write(&a, &rastore::ndarray::Array1::from(noise)).unwrap();
     let b = d.path().join("b.ra");
     std::fs::write(&b, b"keep").unwrap();
