@@ -176,19 +176,21 @@ impl NewFile {
         let path = self.shown.clone();
         if let Some(m) = &self.old {
             use std::os::unix::fs::PermissionsExt;
+            let new = self.file.metadata().map_err(io_at("stat", &path))?;
             // Owner first: changing it may clear set-id bits that the mode restores.
             // Only the owner (or root) may give a file away: otherwise keep ours.
-            let (uid, gid) = (rustix::process::geteuid(), rustix::process::getegid());
-            if (m.uid(), m.gid()) != (uid.as_raw(), gid.as_raw()) {
-                let _ = rustix::fs::fchown(
+            let chowned = (m.uid(), m.gid()) != (new.uid(), new.gid())
+                && rustix::fs::fchown(
                     &self.file,
                     Some(rustix::fs::Uid::from_raw(m.uid())),
                     Some(rustix::fs::Gid::from_raw(m.gid())),
-                );
+                )
+                .is_ok();
+            if chowned || m.mode() & 0o7777 != new.mode() & 0o7777 {
+                self.file
+                    .set_permissions(fs::Permissions::from_mode(m.mode() & 0o7777))
+                    .map_err(io_at("set permissions", &path))?;
             }
-            self.file
-                .set_permissions(fs::Permissions::from_mode(m.mode() & 0o7777))
-                .map_err(io_at("set permissions", &path))?;
         }
         if self.how.durable {
             self.file.sync_all().map_err(io_at("fsync", &path))?;
