@@ -12,7 +12,10 @@ fn main() {
     let venv = root.join(".venv/bin/python3");
     println!("cargo:rerun-if-env-changed=RASTORE_CONFORMANCE");
     println!("cargo:rerun-if-env-changed=RASTORE_PYTHON");
-    println!("cargo:rerun-if-changed={}", conformance.join("MANIFEST.md").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        conformance.join("MANIFEST.md").display()
+    );
     println!("cargo:rerun-if-changed={}", venv.display());
     if !conformance.join("MANIFEST.md").is_file() {
         println!(
