@@ -54,7 +54,8 @@ fn usage_errors_exit_2() {
         Some(2)
     );
     for sub in [
-        "info", "describe", "cat", "verify", "meta", "diff", "reshape", "convert", "create", "demo",
+        "info", "describe", "cat", "verify", "meta", "diff", "reshape", "convert", "create",
+        "demo", "stats", "slice", "stack",
     ] {
         let o = run(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");
