@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rastore::convert::{decoded, ConvertOptions};
 use rastore::{DType, Encoding, Header, WriteOptions};
 
-use crate::input::Input;
+use crate::input::{is_npy, Input};
 use crate::{elements, slice, stats, term, Fail, Outcome};
 
 #[derive(clap::Args)]
@@ -271,15 +271,16 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
     }
 }
 
-fn is_npy(p: &Path) -> bool {
-    p.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+/// `ra info` of a `.npy`: its type, shape, order and version.
+/// The header of a `.npy`, read alone (not its data).
+fn npy_header(path: &Path) -> Result<rastore::npy::NpyHeader, Fail> {
+    let f = File::open(path).map_err(|e| Fail::Data(format!("{}: {e}", term::path(path))))?;
+    let nh = rastore::npy::read_header(&mut io::BufReader::new(f)).map_err(|e| e.at(path))?;
+    Ok(nh)
 }
 
-/// `ra info` of a `.npy`: its type, shape, order and version.
 fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
-    let f = File::open(path).map_err(|e| Fail::Data(format!("{}: {e}", term::path(path))))?;
-    let mut r = io::BufReader::new(f);
-    let nh = rastore::npy::read_header(&mut r).map_err(|e| e.at(path))?;
+    let nh = npy_header(path)?;
     let dtype = nh.descr.dtype().map_err(|e| e.at(path))?;
     let (count, bytes) = nh.data_len().map_err(|e| e.at(path))?;
     let order = if nh.fortran_order { "F" } else { "C" };
@@ -332,12 +333,7 @@ pub fn info(a: &InfoArgs) -> Outcome {
 pub fn describe(a: &FileArg) -> Outcome {
     let name = a.file.to_string_lossy();
     let doc = if is_npy(&a.file) {
-        let input = Input::open(&a.file)?;
-        let nh = input
-            .npy
-            .as_ref()
-            .ok_or_else(|| Fail::Data("not a .npy".into()))?;
-        rastore::ndl::describe_npy(&name, nh)?
+        rastore::ndl::describe_npy(&name, &npy_header(&a.file)?)?
     } else {
         let (h, _) = rastore::read_header_at(&a.file)?;
         let trailer = rastore::read_metadata(&a.file)?;

@@ -40,7 +40,8 @@ pub fn fortran_strides(dims: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-fn is_npy(path: &Path) -> bool {
+/// Whether `path` names a `.npy` file (by extension).
+pub fn is_npy(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
 }
@@ -56,25 +57,27 @@ impl Input {
     }
 
     fn open_ra(path: &Path) -> rastore::Result<Input> {
-        let (h, _) = rastore::read_header_at(path)?;
-        let strides = fortran_strides(h.dims());
+        // SAFETY: `ra` reads files that are not being truncated or rewritten in place
+        // while it runs (the README says so, as for `np.memmap`); rastore's own
+        // writers replace files by rename and never truncate them.
+        let map = unsafe { MappedRa::open(path) }?;
+        let h = map.header();
+        let (dims, strides) = (h.dims().to_vec(), fortran_strides(h.dims()));
         if h.encoding() == Encoding::Raw && h.native_endian() {
-            // SAFETY: `ra` reads files that are not being truncated or rewritten in
-            // place while it runs (the README says so, as for `np.memmap`); rastore's
-            // own writers replace files by rename and never truncate them.
-            let map = unsafe { MappedRa::open(path) }?;
             return Ok(Input {
                 dtype: h.dtype(),
-                dims: h.dims().to_vec(),
+                dims,
                 strides,
                 npy: None,
                 bytes: Bytes::Ra(map),
             });
         }
+        // Compressed, packed or the other byte order: decoded into memory.
+        drop(map);
         let raw = rastore::convert::decoded(path)?;
         Ok(Input {
             dtype: raw.header.dtype(),
-            dims: h.dims().to_vec(),
+            dims,
             strides,
             npy: None,
             bytes: Bytes::Owned(raw.data),
