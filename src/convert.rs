@@ -162,14 +162,18 @@ pub fn convert(
     }
 }
 
-/// Whether a compressing write of `header`'s data stored it raw.
-fn stored_raw(options: &ConvertOptions, output: &Path) -> Result<Converted> {
-    if !options.compress {
-        return Ok(Converted::default());
-    }
-    let (h, _) = crate::read_header_at(output)?;
+/// Writes a whole `.ra` of plain `data` as `options` say, and reports whether asked-for
+/// compression stored it raw.
+fn write_ra(
+    options: &ConvertOptions,
+    write: WriteOptions,
+    output: &Path,
+    header: &Header,
+    data: &[u8],
+) -> Result<Converted> {
+    let packed = write.write_bytes_packed(output, header, data)?;
     Ok(Converted {
-        stored_raw: !h.flags().compressed(),
+        stored_raw: options.compress && !packed,
     })
 }
 
@@ -262,11 +266,8 @@ fn npy_to_ra(
     if options.compress {
         let mut data = vec![0u8; nbytes as usize];
         fill(&mut data)?;
-        options
-            .write_options()
-            .metadata(trailer)
-            .write_bytes(output, &header, &data)?;
-        return stored_raw(options, output);
+        let write = options.write_options().metadata(trailer);
+        return write_ra(options, write, output, &header, &data);
     }
     CreateOptions::new()
         .overwrite(options.overwrite)
@@ -494,10 +495,7 @@ fn png_to_ra(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Co
     let (f, len) = open_len(input)?;
     let img = png_io::decode(std::io::BufReader::new(f), len)?;
     let header = Header::new(img.dtype, &img.dims)?;
-    options
-        .write_options()
-        .write_bytes(output, &header, &img.data)?;
-    stored_raw(options, output)
+    write_ra(options, options.write_options(), output, &header, &img.data)
 }
 
 /// A PNG as NumPy and Pillow show it: `[height, width(, channels)]`.
@@ -584,9 +582,6 @@ fn ra_to_ra(
         return Ok(Converted::default());
     }
     let raw = decoded(input)?;
-    options
-        .write_options()
-        .metadata(raw.metadata)
-        .write_bytes(output, &raw.header, &raw.data)?;
-    stored_raw(options, output)
+    let write = options.write_options().metadata(raw.metadata);
+    write_ra(options, write, output, &raw.header, &raw.data)
 }

@@ -464,16 +464,35 @@ impl WriteOptions {
     /// Writes plain column-major `data` described by `header` (its dtype, dims and
     /// byte-order flag; `data.len()` must be `header.nbytes()`) to `path` atomically.
     pub fn write_bytes(&self, path: impl AsRef<Path>, header: &Header, data: &[u8]) -> Result<()> {
-        let path = path.as_ref();
+        self.write_bytes_packed(path.as_ref(), header, data)
+            .map(drop)
+    }
+
+    /// [`write_bytes`](Self::write_bytes), returning whether the data was stored as an
+    /// LZ4 block (false also when compression would not have saved space).
+    pub(crate) fn write_bytes_packed(
+        &self,
+        path: &Path,
+        header: &Header,
+        data: &[u8],
+    ) -> Result<bool> {
         let size = header.data_offset() + data.len() as u64 + self.metadata.len() as u64;
+        let mut packed = false;
         atomic_write(path, self.placement(), size, |w| {
-            self.write_bytes_to(w, header, data)
+            packed = self.write_bytes_counted(w, header, data)?;
+            Ok(())
         })
-        .at(path)
+        .at(path)?;
+        Ok(packed)
     }
 
     /// [`write_bytes`](Self::write_bytes) to any writer.
-    pub fn write_bytes_to(&self, mut w: impl Write, header: &Header, data: &[u8]) -> Result<()> {
+    pub fn write_bytes_to(&self, w: impl Write, header: &Header, data: &[u8]) -> Result<()> {
+        self.write_bytes_counted(w, header, data).map(drop)
+    }
+
+    /// Writes the file image; returns whether the data went in as an LZ4 block.
+    fn write_bytes_counted(&self, mut w: impl Write, header: &Header, data: &[u8]) -> Result<bool> {
         if data.len() as u64 != header.nbytes() || header.encoding() != Encoding::Raw {
             return Err(ErrorKind::InvalidArgument(format!(
                 "{} plain data bytes for a header that needs {}",
@@ -488,6 +507,7 @@ impl WriteOptions {
         } else {
             None
         };
+        let stored_packed = packed.is_some();
         match packed {
             Some(p) => {
                 let flags = header.flags().0 | Flags::COMPRESSED;
@@ -501,7 +521,8 @@ impl WriteOptions {
             }
         }
         w.write_all(&self.metadata).map_err(wr)?;
-        w.flush().map_err(wr)
+        w.flush().map_err(wr)?;
+        Ok(stored_packed)
     }
 }
 
