@@ -492,16 +492,14 @@ fn no_npy_type(d: DType) -> Error {
 }
 
 fn png_to_ra(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
-    let (f, len) = open_len(input)?;
-    let img = png_io::decode(std::io::BufReader::new(f), len)?;
+    let img = png_io::decode_file(input)?;
     let header = Header::new(img.dtype, &img.dims)?;
     write_ra(options, options.write_options(), output, &header, &img.data)
 }
 
 /// A PNG as NumPy and Pillow show it: `[height, width(, channels)]`.
 fn png_to_npy(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
-    let (f, len) = open_len(input)?;
-    let img = png_io::decode(std::io::BufReader::new(f), len)?;
+    let img = png_io::decode_file(input)?;
     let descr = Descr::for_dtype(img.dtype).ok_or_else(|| no_npy_type(img.dtype))?;
     let npy_header = NpyHeader::encode(&descr, true, &img.dims);
     let size = (npy_header.len() + img.data.len()) as u64;

@@ -14,11 +14,12 @@
 //! that deflate's 1032:1 limit lets the file hold that much.)
 
 use std::io::{BufRead, Seek, Write};
+use std::path::Path;
 
 use ndarray::{ArrayViewD, IxDyn, ShapeBuilder};
 
 use crate::dtype::{DType, Kind};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, ResultExt};
 use crate::header::Header;
 use crate::layout::copy_to_fortran;
 use crate::values::Value;
@@ -42,6 +43,12 @@ pub struct Image {
     pub dims: Vec<u64>,
     /// The samples, column-major (y fastest, then x, then channel).
     pub data: Vec<u8>,
+}
+
+/// Decodes the PNG file at `path` into RawArray order.
+pub fn decode_file(path: &Path) -> Result<Image> {
+    let (f, len) = crate::owned::open_len(path)?;
+    decode(std::io::BufReader::new(f), len).at(path)
 }
 
 /// Decodes a PNG of `input_len` bytes into RawArray order.
@@ -101,13 +108,17 @@ pub fn decode(r: impl BufRead + Seek, input_len: u64) -> Result<Image> {
         shape.push(channels);
     }
     let mut data = vec![0u8; rows.len()];
-    let dtype = if depth == png::BitDepth::Sixteen {
-        c_to_fortran::<[u8; 2]>(&rows, &shape, &mut data)?;
+    let sample = if depth == png::BitDepth::Sixteen {
+        2
+    } else {
+        1
+    };
+    crate::convert::transpose_c_to_f(&rows, &shape, sample, &mut data, &mut |_, _| ())?;
+    let dtype = if sample == 2 {
         // PNG samples are big-endian.
         crate::codec::swap_bytes(&mut data, if cfg!(target_endian = "big") { 1 } else { 2 });
         DType::U16
     } else {
-        c_to_fortran::<[u8; 1]>(&rows, &shape, &mut data)?;
         DType::U8
     };
     Ok(Image {
@@ -115,14 +126,6 @@ pub fn decode(r: impl BufRead + Seek, input_len: u64) -> Result<Image> {
         dims: shape.iter().map(|&d| d as u64).collect(),
         data,
     })
-}
-
-/// Reorders row-major elements of `shape` into column-major order.
-fn c_to_fortran<E: bytemuck::Pod>(src: &[u8], shape: &[usize], dst: &mut [u8]) -> Result<()> {
-    let s: &[E] = bytemuck::try_cast_slice(src).map_err(png_err)?;
-    let v = ArrayViewD::from_shape(IxDyn(shape), s).map_err(png_err)?;
-    copy_to_fortran(&v, bytemuck::try_cast_slice_mut(dst).map_err(png_err)?);
-    Ok(())
 }
 
 /// Reorders column-major elements of `shape` into row-major order.

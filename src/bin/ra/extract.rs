@@ -2,8 +2,6 @@
 //! through the fill-in writer: the output is preallocated, filled through a mapping
 //! and named only when complete.
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -121,15 +119,7 @@ pub fn slice(a: &SliceArgs) -> Outcome {
 /// An input of `ra stack`: element type, dims and column-major native bytes.
 fn load(path: &Path) -> rastore::Result<(DType, Vec<u64>, Vec<u8>)> {
     if Format::of(path).ok() == Some(Format::Png) {
-        let f = File::open(path).map_err(|e| {
-            rastore::Error::from(rastore::ErrorKind::Io {
-                op: "open",
-                source: e,
-            })
-            .at(path)
-        })?;
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        let img = rastore::png_io::decode(BufReader::new(f), len).map_err(|e| e.at(path))?;
+        let img = rastore::png_io::decode_file(path)?;
         return Ok((img.dtype, img.dims, img.data));
     }
     let input = Input::open(path)?;
