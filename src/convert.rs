@@ -24,7 +24,7 @@ use crate::ndl;
 use crate::npy::{self, Descr, NpyHeader};
 use crate::owned::{atomic_write, open_len, read_header_at_start, RawData, WriteOptions};
 use crate::png_io;
-use crate::replace::Placement;
+use crate::replace::{refuse_existing, Placement};
 use crate::view::shape_usize;
 
 /// Progress callback: `(bytes done, bytes total)`.
@@ -104,6 +104,11 @@ impl ConvertOptions {
         self
     }
 
+    /// Refuses an existing `output` unless overwriting, before any work is done.
+    pub fn check_output(&self, output: &Path) -> Result<()> {
+        refuse_existing(output, self.placement())
+    }
+
     fn placement(&self) -> Placement {
         Placement {
             overwrite: self.overwrite,
@@ -140,13 +145,7 @@ pub fn convert(
         return npz_to_dir(input, output, options, progress);
     }
     let formats = (Format::of(input)?, Format::of(output)?);
-    if !options.overwrite && fs::symlink_metadata(output).is_ok() {
-        // Refused before any work; placing the output refuses atomically too.
-        return Err(Error::from(ErrorKind::InvalidArgument(
-            "file exists; pass --overwrite to replace it".into(),
-        ))
-        .at(output));
-    }
+    options.check_output(output)?;
     match formats {
         (Format::Npy, Format::Ra) => npy_to_ra(input, output, options, progress).at(input),
         (Format::Ra, Format::Npy) => ra_to_npy(input, output, options, progress).at(input),
@@ -221,7 +220,7 @@ fn npy_to_ra(
     let dtype = nh.descr.dtype()?;
     let header = Header::new(dtype, &nh.shape)?;
     let trailer = if dtype.kind() == Kind::User {
-        ndl::to_text(&ndl::document(None, &header, Some(&nh.descr), None)).into_bytes()
+        ndl::descr_trailer(&header, &nh.descr)
     } else {
         Vec::new()
     };
@@ -468,12 +467,7 @@ fn npz_to_dir(
     let mut result = Converted::default();
     for (i, (m, name)) in members.iter().zip(&names).enumerate() {
         let out = dir.join(format!("{name}.ra"));
-        if !options.overwrite && fs::symlink_metadata(&out).is_ok() {
-            return Err(Error::from(ErrorKind::InvalidArgument(
-                "file exists; pass --overwrite to replace it".into(),
-            ))
-            .at(&out));
-        }
+        options.check_output(&out)?;
         let tmp = dir.join(format!(".ra-npz-{:x}-{i}.npy", std::process::id()));
         let _removed = Removed(&tmp);
         let mut w = std::io::BufWriter::new(File::create(&tmp).map_err(io_at("create", &out))?);

@@ -289,6 +289,13 @@ pub fn document(
     map(top)
 }
 
+/// The trailer that records a NumPy `descr` for data of `header`: an NDL document whose
+/// type is the compound (or opaque class) with the descr beside it, so that the
+/// fields survive conversions.
+pub fn descr_trailer(header: &Header, descr: &Descr) -> Vec<u8> {
+    to_text(&document(None, header, Some(descr), None)).into_bytes()
+}
+
 /// Renders a YAML document as text starting `---\n`.
 ///
 /// The emitter writes some control characters (BEL, ESC, DEL, C1) unquoted or

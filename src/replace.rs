@@ -236,6 +236,16 @@ impl Drop for NewFile {
     }
 }
 
+/// Refuses an existing `path` unless `how` overwrites: a check before any work, for
+/// writers that would otherwise build the whole file first (placing it refuses
+/// atomically too).
+pub(crate) fn refuse_existing(path: &Path, how: Placement) -> Result<()> {
+    if !how.overwrite && fs::symlink_metadata(path).is_ok() {
+        return Err(exists(path));
+    }
+    Ok(())
+}
+
 fn exists(path: &Path) -> Error {
     Error::from(ErrorKind::InvalidArgument(
         "file exists; pass --overwrite to replace it".into(),

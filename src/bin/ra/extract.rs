@@ -50,9 +50,7 @@ fn fields_trailer(input: &Input, path: &Path, dims: &[u64]) -> rastore::Result<V
         None => rastore::ndl::numpy_descr(&rastore::read_metadata(path)?, input.dtype.elbyte),
     };
     let header = Header::new(input.dtype, dims)?;
-    Ok(descr.map_or_else(Vec::new, |d| {
-        rastore::ndl::to_text(&rastore::ndl::document(None, &header, Some(&d), None)).into_bytes()
-    }))
+    Ok(descr.map_or_else(Vec::new, |d| rastore::ndl::descr_trailer(&header, &d)))
 }
 
 /// Removes a file when dropped (the intermediate `.ra` of a slice to `.npy`/`.png`).
@@ -91,12 +89,8 @@ pub fn slice(a: &SliceArgs) -> Outcome {
             .create_filled(&a.output, input.dtype, &dims, fill)?;
         return Ok(());
     }
-    if !a.overwrite && std::fs::symlink_metadata(&a.output).is_ok() {
-        return Err(Fail::Data(format!(
-            "{}: file exists; pass --overwrite to replace it",
-            term::path(&a.output)
-        )));
-    }
+    let options = ConvertOptions::new().overwrite(a.overwrite);
+    options.check_output(&a.output)?;
     // A .npy or .png: the sub-array as a .ra beside it first, converted piece by piece.
     let name = a
         .output
@@ -111,7 +105,6 @@ pub fn slice(a: &SliceArgs) -> Outcome {
         .overwrite(true)
         .metadata(trailer)
         .create_filled(&tmp.0, input.dtype, &dims, fill)?;
-    let options = ConvertOptions::new().overwrite(a.overwrite);
     rastore::convert::convert(&tmp.0, &a.output, &options, &mut |_, _| ())?;
     Ok(())
 }
