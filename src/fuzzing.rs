@@ -411,33 +411,28 @@ fn check_npy_conversion(h: &NpyHeader, fortran: bool, body: &[u8], output: &Path
     let swap = h.descr.big_endian() && !matches!(h.descr, crate::npy::Descr::Struct(_));
     let unit = raw.header.dtype().swap_unit().filter(|_| swap).unwrap_or(1);
     let bools = raw.header.dtype() == DType::BOOL;
+    // The input's strides in elements: column-major, or reversed for C order
+    // (saturating: with a zero extent there is no element to place).
+    let dims: Vec<usize> = h.shape.iter().map(|&d| d as usize).collect();
+    let running = |ds: &mut dyn Iterator<Item = &usize>| -> Vec<usize> {
+        ds.scan(1usize, |acc, &d| {
+            let s = *acc;
+            *acc = acc.saturating_mul(d);
+            Some(s)
+        })
+        .collect()
+    };
+    let strides = if fortran {
+        running(&mut dims.iter())
+    } else {
+        let mut v = running(&mut dims.iter().rev());
+        v.reverse();
+        v
+    };
     for i in 0..count {
-        // Column-major index i → the input's element (C order: reversed strides).
+        // Column-major index i → the input's element.
         let mut rest = i;
         let mut src = 0usize;
-        let mut stride = 1usize;
-        let dims: Vec<usize> = h.shape.iter().map(|&d| d as usize).collect();
-        let strides: Vec<usize> = if fortran {
-            dims.iter()
-                .map(|&d| {
-                    let s = stride;
-                    stride *= d;
-                    s
-                })
-                .collect()
-        } else {
-            let mut v: Vec<usize> = dims
-                .iter()
-                .rev()
-                .map(|&d| {
-                    let s = stride;
-                    stride *= d;
-                    s
-                })
-                .collect();
-            v.reverse();
-            v
-        };
         for (d, s) in dims.iter().zip(&strides) {
             src += rest % d * s;
             rest /= d;
