@@ -349,8 +349,8 @@ fn ra_to_npy(
     let h = read_header_at_start(&file, len)?;
     let descr = if h.dtype().kind() == Kind::User {
         let mut trailer =
-            vec![0u8; (len - h.data_end(len)).min(ndl::MAX_TRAILER_YAML as u64) as usize];
-        file.read_exact_at(&mut trailer, h.data_end(len))
+            vec![0u8; (len - h.trailer_start(len)).min(ndl::MAX_TRAILER_YAML as u64) as usize];
+        file.read_exact_at(&mut trailer, h.trailer_start(len))
             .map_err(io_at("read metadata", input))?;
         ndl::numpy_descr(&trailer, h.dtype().elbyte).unwrap_or(Descr::Simple {
             order: '|',
@@ -560,12 +560,18 @@ fn ra_to_ra(
             swap_end: h.data_end(len),
             bools: h.dtype() == DType::BOOL,
         };
-        atomic_write(output, options.placement(), len, |w| {
+        // A file open for appending gives its committed frames, and no trailer.
+        let end = if h.flags().appending() {
+            h.data_end(len)
+        } else {
+            len
+        };
+        atomic_write(output, options.placement(), end, |w| {
             w.write_all(&native.encode())
                 .map_err(io_at("write", output))?;
             copy_pieces(
                 (&file, input),
-                h.data_offset()..len,
+                h.data_offset()..end,
                 how,
                 (w, output),
                 progress,

@@ -111,7 +111,7 @@ pub enum ErrorKind {
         actual: u64,
     },
     /// Rule 8: flag bits this reader does not know.
-    #[error("unsupported flags: bits {unknown:#x} of flags {flags:#x} are unknown (known: 0x1 big-endian, 0x2 compressed, 0x4 bits)")]
+    #[error("unsupported flags: bits {unknown:#x} of flags {flags:#x} are unknown (known: 0x1 big-endian, 0x2 compressed, 0x4 bits, 0x8 appending)")]
     UnsupportedFlags {
         /// The whole `flags` field.
         flags: u64,
@@ -167,6 +167,15 @@ pub enum ErrorKind {
     /// The file is valid but this operation does not support its contents.
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// The file is open for appending, or was left so by a crash, and this operation
+    /// needs it closed.
+    #[error("open for appending ({frames} frames committed): {detail}")]
+    Appending {
+        /// Frames the header names.
+        frames: u64,
+        /// What was refused, and what to do.
+        detail: String,
+    },
     /// A caller-supplied argument is invalid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -25,8 +25,12 @@ impl Flags {
     pub const COMPRESSED: u64 = 2;
     /// Bit 2: Julia BitArray, packed u64 words of bits.
     pub const BITS: u64 = 4;
+    /// Bit 3: open for appending (rastore's extension, docs/FORMAT.md section 9). The
+    /// data is valid as the header says; the bytes after it are uncommitted frames,
+    /// not a trailer.
+    pub const APPENDING: u64 = 8;
     /// Every bit this reader understands.
-    pub const KNOWN: u64 = Self::BIG_ENDIAN | Self::COMPRESSED | Self::BITS;
+    pub const KNOWN: u64 = Self::BIG_ENDIAN | Self::COMPRESSED | Self::BITS | Self::APPENDING;
 
     /// Bit 0 is set.
     pub fn big_endian(self) -> bool {
@@ -39,6 +43,10 @@ impl Flags {
     /// Bit 2 is set.
     pub fn bits(self) -> bool {
         self.0 & Self::BITS != 0
+    }
+    /// Bit 3 is set: the file is open for appending, or was left so by a crash.
+    pub fn appending(self) -> bool {
+        self.0 & Self::APPENDING != 0
     }
     /// The bits this reader does not know.
     pub fn unknown(self) -> u64 {
@@ -268,6 +276,14 @@ impl Header {
             }
             .into());
         }
+        // Rule 8, continued: only plain little-endian data is appended to.
+        if h.flags.appending() && (h.encoding() != Encoding::Raw || h.data_big_endian()) {
+            return Err(ErrorKind::Unsupported(format!(
+                "appending flag (0x8) with flags {:#x}: only plain little-endian data is appended to",
+                h.flags.0
+            ))
+            .into());
+        }
         Ok(h)
     }
 
@@ -336,6 +352,17 @@ impl Header {
         match self.encoding() {
             Encoding::Leb128 | Encoding::Lz4OrLeb128 => file_len,
             _ => self.data_offset() + self.size,
+        }
+    }
+
+    /// Offset where the metadata trailer starts: [`data_end`](Self::data_end), or the
+    /// file's end while the file is open for appending (what follows its data then is
+    /// uncommitted frames, never a trailer).
+    pub fn trailer_start(&self, file_len: u64) -> u64 {
+        if self.flags.appending() {
+            file_len
+        } else {
+            self.data_end(file_len)
         }
     }
 
@@ -481,7 +508,7 @@ mod tests {
     #[test]
     fn rule_order() {
         // Unknown flags and a lying size: the size is reported first (rule 6 before 8).
-        let file = image(&[MAGIC, 8, 3, 4, 99, 1, 2, 0]);
+        let file = image(&[MAGIC, 16, 3, 4, 99, 1, 2, 0]);
         assert!(matches!(
             Header::parse(&file).unwrap_err().kind(),
             ErrorKind::SizeMismatch {
@@ -489,10 +516,10 @@ mod tests {
                 expected: 8
             }
         ));
-        let file = image(&[MAGIC, 8, 3, 4, 8, 1, 2, 0]);
+        let file = image(&[MAGIC, 16, 3, 4, 8, 1, 2, 0]);
         assert!(matches!(
             Header::parse(&file).unwrap_err().kind(),
-            ErrorKind::UnsupportedFlags { unknown: 8, .. }
+            ErrorKind::UnsupportedFlags { unknown: 16, .. }
         ));
     }
 

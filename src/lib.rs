@@ -11,6 +11,7 @@
 //! | write an array of any layout, atomically | [`write()`], [`WriteOptions`], [`write_to`] |
 //! | create a huge file and fill it in place, in parallel | [`MappedRaMut::create`], [`MappedRaMut::par_fill_slabs`], [`MappedRaMut::flush`] |
 //! | many processes filling disjoint slabs of one file | [`create_file`], [`MappedRaMut::open_slab`] |
+//! | grow a file frame by frame, readable and intact at every moment | [`AppendOptions`], [`Appender::append`], [`Appender::commit`], [`recover`] |
 //! | parse or build a header without I/O | [`Header::parse`], [`Header::new`], [`Header::encode`] |
 //! | name an element type | [`DType`], [`Element`] |
 //! | view a file image you already hold in memory | [`view_bytes`] |
@@ -33,6 +34,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod append;
 pub mod codec;
 pub mod convert;
 mod create;
@@ -43,6 +45,7 @@ pub mod fill;
 #[doc(hidden)]
 pub mod fuzzing;
 mod header;
+pub mod info;
 mod layout;
 mod mapped;
 pub mod ndl;
@@ -54,6 +57,10 @@ mod replace;
 pub mod values;
 mod view;
 
+pub use append::{
+    append_state, recover, trailer_sidecar, AppendOptions, AppendState, Appender, Recovery,
+    MAX_APPEND_DIMS,
+};
 pub use create::{create_file, CreateOptions};
 pub use dtype::{DType, Element, Kind};
 pub use error::{Error, ErrorKind, Result, ViewRefusal};

@@ -14,7 +14,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{io_at, ErrorKind, Result, ResultExt};
 use crate::header::Header;
 use crate::npy::NpyHeader;
-use crate::owned::read_header_at_start;
+use crate::owned::{read_header_at_start, read_header_live};
 use crate::view::{stored_data, trailer, view_data, view_data_mut};
 
 /// A RawArray file mapped read-only, its header validated.
@@ -65,7 +65,7 @@ impl MappedRa {
         let len = file.metadata().map_err(io_at("stat", path))?.len();
         // The header is read with one pread rather than through the mapping: touching
         // the mapping would fault in (and fault around) pages nobody asked for yet.
-        let header = read_header_at_start(&file, len).at(path)?;
+        let (header, len) = read_header_live(&file, len).at(path)?;
         // SAFETY: the caller promises that the file is not modified or truncated while
         // this mapping lives (this function's contract); the mapping is read-only.
         let map = unsafe { map_whole(&file, len) }.map_err(io_at("mmap", path))?;

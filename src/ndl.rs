@@ -133,6 +133,33 @@ pub fn edit_attributes(
     Ok(to_text(&doc).into_bytes())
 }
 
+/// The trailer with its one ndarray's `shape` (and `storage.size`, where given) set to
+/// `header`'s, everything else kept: what an append that grew the array does to its
+/// NDL trailer. `None` when the trailer is not an NDL document with a shape.
+pub fn with_shape(trailer: &[u8], header: &Header) -> Option<Vec<u8>> {
+    let mut doc = parse_trailer(trailer)?;
+    let Yaml::Hash(top) = &mut doc else {
+        return None;
+    };
+    let Some(Yaml::Hash(arrays)) = top.get_mut(&s("ndarrays")) else {
+        return None;
+    };
+    if arrays.len() != 1 {
+        return None;
+    }
+    let Some((_, Yaml::Hash(nd))) = arrays.iter_mut().next() else {
+        return None;
+    };
+    // Values are replaced where they are, so the document keeps its order.
+    *nd.get_mut(&s("shape"))? = Yaml::Array(header.dims().iter().map(|&d| int(d)).collect());
+    if let Some(Yaml::Hash(storage)) = nd.get_mut(&s("storage")) {
+        if let Some(size) = storage.get_mut(&s("size")) {
+            *size = int(header.size());
+        }
+    }
+    Some(to_text(&doc).into_bytes())
+}
+
 /// The attributes mapping to edit (created if the ndarray has none).
 fn attributes_mut(doc: &mut Yaml) -> Option<&mut Hash> {
     let Yaml::Hash(top) = doc else {

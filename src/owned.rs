@@ -93,6 +93,44 @@ pub(crate) fn read_header_at_start(file: &File, len: u64) -> Result<Header> {
     }
 }
 
+/// Attempts at a header that an appender is updating (docs/FORMAT.md section 9).
+const APPEND_RETRIES: u32 = 1000;
+
+/// [`read_header_at_start`] for a file that may be growing under an appender: a header
+/// read while the appender rewrote it (size and last dim out of step), or naming data
+/// written after `len` was taken, is read again with a fresh length. Returns the header
+/// and the length it was validated against.
+pub(crate) fn read_header_live(file: &File, mut len: u64) -> Result<(Header, u64)> {
+    let mut tries = 0;
+    loop {
+        match read_header_at_start(file, len) {
+            Ok(h) => return Ok((h, len)),
+            Err(e) if tries < APPEND_RETRIES && appending_on_disk(file) => {
+                let retry = matches!(
+                    e.kind(),
+                    ErrorKind::SizeMismatch { .. } | ErrorKind::TruncatedData { .. }
+                );
+                if !retry {
+                    return Err(e);
+                }
+                tries += 1;
+                std::thread::yield_now();
+                len = file.metadata().map_err(|e| Error::io("stat", e))?.len();
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether the file's header carries the appending flag (little-endian headers only:
+/// nothing else is appended to).
+fn appending_on_disk(file: &File) -> bool {
+    let mut fixed = [0u8; 16];
+    std::os::unix::fs::FileExt::read_exact_at(file, &mut fixed, 0).is_ok()
+        && u64::from_le_bytes(fixed[..8].try_into().unwrap_or_default()) == crate::MAGIC
+        && u64::from_le_bytes(fixed[8..].try_into().unwrap_or_default()) & Flags::APPENDING != 0
+}
+
 /// Like `read_exact`, but returns how many bytes were read before end of input.
 pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
     let mut n = 0;
@@ -325,6 +363,8 @@ fn read_raw_impl(r: &mut impl Read, file_len: Option<u64>) -> Result<RawData> {
     let body = read_body::<u8>(r, &header, file_len)?;
     let metadata = match body.trailer {
         Some(t) => t,
+        // Open for appending: what follows the data is uncommitted frames.
+        None if header.flags().appending() => Vec::new(),
         None => {
             let mut t = Vec::new();
             r.read_to_end(&mut t)
@@ -613,15 +653,15 @@ pub(crate) fn atomic_write(
 pub fn read_header_at(path: impl AsRef<Path>) -> Result<(Header, u64)> {
     let path = path.as_ref();
     let (f, len) = open_len(path)?;
-    let h = read_header_at_start(&f, len).at(path)?;
-    Ok((h, len))
+    read_header_live(&f, len).at(path)
 }
 
-/// Where the data segment of an open file ends and its trailer starts. Only a header
-/// that fits both LZ4 and LEB128 (FORMAT.md section 5) needs its data decoded for this.
+/// Where the trailer of an open file starts (the end of its data segment, or the end
+/// of the file while it is open for appending). Only a header that fits both LZ4 and
+/// LEB128 (FORMAT.md section 5) needs its data decoded for this.
 pub(crate) fn data_end_at(file: &File, h: &Header, len: u64) -> Result<u64> {
     if h.encoding() != Encoding::Lz4OrLeb128 {
-        return Ok(h.data_end(len));
+        return Ok(h.trailer_start(len));
     }
     let mut stored = vec![0u8; (len - h.data_offset()) as usize];
     std::os::unix::fs::FileExt::read_exact_at(file, &mut stored, h.data_offset())
@@ -658,6 +698,7 @@ fn rewrite(
 ) -> Result<Header> {
     let (f, len) = open_len(path)?;
     let old = read_header_at_start(&f, len).at(path)?;
+    refuse_appending(&old).at(path)?;
     let header = new(&old).at(path)?;
     let copy_end = match trailer {
         Some(t) => {
@@ -695,6 +736,19 @@ fn rewrite(
     Ok(header)
 }
 
+/// Refuses to rewrite a file that is open for appending: the appender would go on
+/// writing to the replaced file.
+fn refuse_appending(h: &Header) -> Result<()> {
+    if h.flags().appending() {
+        return Err(ErrorKind::Appending {
+            frames: h.dims().last().copied().unwrap_or(0),
+            detail: "finish the appender, or run `ra recover` if it crashed, then retry".into(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// Replaces the metadata trailer of `path`, leaving header and data as they are
 /// (with default [`WriteOptions`]).
 pub fn replace_metadata(path: impl AsRef<Path>, trailer: &[u8]) -> Result<()> {
@@ -721,6 +775,7 @@ impl WriteOptions {
     pub fn reshape(&self, path: impl AsRef<Path>, dims: &[u64]) -> Result<Header> {
         let path = path.as_ref();
         let (old, _) = read_header_at(path)?;
+        refuse_appending(&old).at(path)?;
         let new = old.reshaped(dims).at(path)?;
         if new.ndims() == old.ndims() {
             let f = OpenOptions::new()

@@ -103,5 +103,5 @@ pub(crate) fn stored_data<'a>(header: &Header, file: &'a [u8]) -> &'a [u8] {
 
 /// The metadata trailer, from a whole file image that `header` was parsed from.
 pub(crate) fn trailer<'a>(header: &Header, file: &'a [u8]) -> &'a [u8] {
-    &file[header.data_end(file.len() as u64) as usize..]
+    &file[header.trailer_start(file.len() as u64) as usize..]
 }

@@ -126,18 +126,25 @@ fn rule7_truncated_data() {
 
 #[test]
 fn rule8_unknown_flags() {
-    let mut b = words(&[MAGIC, 0x18, 3, 4, 4, 1, 1]);
+    let mut b = words(&[MAGIC, 0x30, 3, 4, 4, 1, 1]);
     b.extend([0; 4]);
     check(&b, |k| {
         matches!(
             k,
             ErrorKind::UnsupportedFlags {
-                flags: 0x18,
-                unknown: 0x18
+                flags: 0x30,
+                unknown: 0x30
             }
         )
     });
-    assert!(errors(&b)[0].to_string().contains("0x18"));
+    assert!(errors(&b)[0].to_string().contains("0x30"));
+    // Bit 3 (appending) is known, but only on plain little-endian data.
+    let mut b = words(&[MAGIC, 0x8 | 0x2, 3, 4, 4, 1, 1]);
+    b.extend([0; 4]);
+    check(
+        &b,
+        |k| matches!(k, ErrorKind::Unsupported(m) if m.contains("appending flag (0x8) with flags 0xa")),
+    );
 }
 
 #[test]
