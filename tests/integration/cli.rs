@@ -86,7 +86,7 @@ fn golden_info() {
         stdout(&o),
         format!(
             "{{\"path\": \"{t}\", \"dtype\": \"complex64\", \"eltype\": 4, \"elbyte\": 8, \"dims\": [3, 4], \
-             \"count\": 12, \"bytes\": 96, \"flags\": {{\"big_endian\": false, \"compressed\": false, \"bits\": false}}, \
+             \"count\": 12, \"bytes\": 96, \"flags\": {{\"big_endian\": false, \"compressed\": false, \"bits\": false, \"appending\": false}}, \
              \"header_bytes\": 64, \"data_offset\": 64, \"metadata_bytes\": 0}}\n"
         )
     );

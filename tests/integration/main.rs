@@ -1,5 +1,6 @@
 //! One integration test binary (one link), one module per concern.
 
+mod append;
 mod cli;
 mod cli_random;
 mod common;

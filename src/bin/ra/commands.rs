@@ -5,7 +5,7 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use rastore::convert::{decoded, ConvertOptions};
-use rastore::{DType, Encoding, Header, WriteOptions};
+use rastore::{DType, WriteOptions};
 
 use crate::input::{is_npy, Input};
 use crate::{elements, slice, stats, term, Fail, Outcome};
@@ -184,70 +184,38 @@ pub fn create(a: &CreateArgs) -> Outcome {
 }
 
 /// The type as shown to people: BitArrays are bools.
-fn type_name(h: &Header) -> String {
-    if h.encoding() == Encoding::Bits {
-        "bool (BitArray)".into()
-    } else {
-        h.dtype().name()
+fn info_line(i: &rastore::info::FileInfo) -> String {
+    let h = &i.header;
+    let mut notes = Vec::new();
+    if h.data_big_endian() {
+        notes.push("big-endian");
     }
-}
-
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn info_line(path: &Path, h: &Header, trailer: u64, json: bool) -> String {
-    let f = h.flags();
-    if json {
-        let dims: Vec<String> = h.dims().iter().map(u64::to_string).collect();
-        format!(
-            "{{\"path\": {}, \"dtype\": {}, \"eltype\": {}, \"elbyte\": {}, \"dims\": [{}], \"count\": {}, \"bytes\": {}, \
-             \"flags\": {{\"big_endian\": {}, \"compressed\": {}, \"bits\": {}}}, \"header_bytes\": {}, \
-             \"data_offset\": {}, \"metadata_bytes\": {}}}",
-            json_str(&path.to_string_lossy()),
-            json_str(&type_name(h)),
-            h.dtype().eltype,
-            h.dtype().elbyte,
-            dims.join(", "),
-            h.count(),
-            h.size(),
-            h.data_big_endian(),
-            f.compressed(),
-            f.bits(),
-            h.data_offset(),
-            h.data_offset(),
-            trailer
-        )
+    notes.extend(h.encoding().filter_name());
+    let notes = if notes.is_empty() {
+        String::new()
     } else {
-        let mut notes = Vec::new();
-        if h.data_big_endian() {
-            notes.push("big-endian");
-        }
-        notes.extend(h.encoding().filter_name());
-        let notes = if notes.is_empty() {
-            String::new()
+        format!(" ({})", notes.join(", "))
+    };
+    let append = i.append.as_ref().map_or_else(String::new, |s| {
+        let state = if s.appender_running {
+            "an appender is running"
         } else {
-            format!(" ({})", notes.join(", "))
+            "needs `ra recover`"
         };
         format!(
-            "{}: {} {:?} bytes {} flags {:#x}{notes} trailer {trailer}",
-            term::path(path),
-            type_name(h),
-            h.dims(),
-            h.size(),
-            f.0
+            "; appending: {} frames committed, {} bytes uncommitted, {state}",
+            s.frames, s.uncommitted_bytes
         )
-    }
+    });
+    format!(
+        "{}: {} {:?} bytes {} flags {:#x}{notes} trailer {}{append}",
+        term::path(&i.path),
+        i.type_name(),
+        h.dims(),
+        h.size(),
+        h.flags().0,
+        i.trailer_bytes
+    )
 }
 
 /// Runs `each` over `files`, reporting failures on stderr; fails if any did.
@@ -289,11 +257,11 @@ fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
         format!(
             "{{\"path\": {}, \"format\": \"npy\", \"version\": \"{}.{}\", \"descr\": {}, \"dtype\": {}, \
              \"dims\": [{}], \"count\": {count}, \"bytes\": {bytes}, \"order\": \"{order}\", \"data_offset\": {}}}",
-            json_str(&path.to_string_lossy()),
+            rastore::info::json_str(&path.to_string_lossy()),
             nh.version.0,
             nh.version.1,
-            json_str(&nh.descr.to_python()),
-            json_str(&dtype.name()),
+            rastore::info::json_str(&nh.descr.to_python()),
+            rastore::info::json_str(&dtype.name()),
             dims.join(", "),
             nh.data_offset
         )
@@ -317,15 +285,9 @@ pub fn info(a: &InfoArgs) -> Outcome {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
             return Ok(());
         }
-        let (h, len) = rastore::read_header_at(p)?;
-        // Only a header that fits LZ4 and LEB128 alike needs its data decoded to know
-        // (data that decodes as neither is for `verify` to report: no trailer).
-        let trailer = if h.encoding() == Encoding::Lz4OrLeb128 {
-            rastore::read_metadata(p).map_or(0, |t| t.len() as u64)
-        } else {
-            len - h.data_end(len)
-        };
-        writeln!(out, "{}", info_line(p, &h, trailer, a.json))?;
+        let i = rastore::info::info(p)?;
+        let line = if a.json { i.to_json() } else { info_line(&i) };
+        writeln!(out, "{line}")?;
         Ok(())
     })
 }

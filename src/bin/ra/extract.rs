@@ -109,8 +109,8 @@ pub fn slice(a: &SliceArgs) -> Outcome {
     Ok(())
 }
 
-/// An input of `ra stack`: element type, dims and column-major native bytes.
-fn load(path: &Path) -> rastore::Result<(DType, Vec<u64>, Vec<u8>)> {
+/// An input of `ra stack` and `ra append`: element type, dims and column-major native bytes.
+pub fn load(path: &Path) -> rastore::Result<(DType, Vec<u64>, Vec<u8>)> {
     if Format::of(path).ok() == Some(Format::Png) {
         let img = rastore::png_io::decode_file(path)?;
         return Ok((img.dtype, img.dims, img.data));

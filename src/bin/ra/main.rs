@@ -3,6 +3,7 @@
 //!
 //! Exit codes: 0 success, 1 bad data or a difference, 2 usage error.
 
+mod append;
 mod commands;
 mod demo;
 mod elements;
@@ -51,6 +52,10 @@ enum Command {
     Diff(commands::DiffArgs),
     /// Give a file new dims with the same element count, in column-major order (NumPy's order='F').
     Reshape(commands::ReshapeArgs),
+    /// Append frames along the last axis, committing as it goes; the file is valid at every moment.
+    Append(append::AppendArgs),
+    /// Repair a file left open for appending by a crash, and say what was done.
+    Recover(append::RecoverArgs),
     /// Convert between .ra, .npy and .png by extension (also .ra → .ra, and .npz → a folder of .ra).
     Convert(commands::ConvertArgs),
 }
@@ -107,6 +112,8 @@ fn main() -> ExitCode {
         Command::Diff(a) => commands::diff(&a),
         Command::Reshape(a) => commands::reshape(&a),
         Command::Convert(a) => commands::convert(&a),
+        Command::Append(a) => append::append(&a),
+        Command::Recover(a) => append::recover(&a),
     };
     match result {
         Ok(()) | Err(Fail::Pipe) => ExitCode::SUCCESS,
