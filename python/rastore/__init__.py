@@ -1,0 +1,247 @@
+"""RawArray (``.ra``) files as NumPy arrays, zero-copy over memory mappings.
+
+``open`` gives a read-only array that lies straight over a mapping of the file, in
+constant time whatever its size; ``create`` and ``open_slab`` give writeable ones, so that
+processes fill disjoint slabs of one file; ``read`` and ``write`` copy whole arrays;
+``Appender`` grows a file frame by frame. Everything that touches files or memory is the
+Rust library's code, and its errors keep their messages: ``rastore.Error`` (a
+``ValueError``) for bad files and refused operations, ``OSError`` subclasses such as
+``FileNotFoundError`` for the operating system's failures.
+
+A mapped file that another program truncates kills the interpreter with ``SIGBUS`` on the
+next touch of a missing page, as with ``np.memmap``. rastore's own writers never truncate
+a file in place: they build a new file and rename it over the old one, so a mapping keeps
+the old contents.
+"""
+
+import ast
+import json
+import os
+
+import numpy as np
+
+from . import _rastore
+from ._rastore import Error
+
+__all__ = [
+    "Appender",
+    "Error",
+    "MappedFile",
+    "convert",
+    "create",
+    "info",
+    "open",
+    "open_slab",
+    "read",
+    "write",
+]
+
+# (eltype, elbyte) -> NumPy type string, for the types NumPy has.
+_NUMPY = {
+    (1, 1): "i1", (1, 2): "<i2", (1, 4): "<i4", (1, 8): "<i8",
+    (2, 1): "u1", (2, 2): "<u2", (2, 4): "<u4", (2, 8): "<u8",
+    (3, 2): "<f2", (3, 4): "<f4", (3, 8): "<f8",
+    (4, 8): "<c8", (4, 16): "<c16",
+    (5, 1): "?",
+}
+_NUMPY = {k: np.dtype(v) for k, v in _NUMPY.items()}
+_BFLOAT16 = (5, 2)
+_KIND = {"i": 1, "u": 2, "f": 3, "c": 4}
+
+
+def _bfloat16():
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise Error("bfloat16 needs the ml_dtypes package (pip install ml_dtypes)") from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def _numpy_dtype(eltype, elbyte, trailer):
+    """The NumPy dtype of a RawArray type; a user type's comes from its trailer."""
+    if (eltype, elbyte) == _BFLOAT16:
+        return _bfloat16()
+    if eltype == 0:
+        descr = _rastore.descr_of(trailer, elbyte)
+        if descr is None:
+            return np.dtype(f"V{elbyte}")
+        return np.lib.format.descr_to_dtype(ast.literal_eval(descr))
+    dtype = _NUMPY.get((eltype, elbyte))
+    if dtype is None:
+        raise Error(
+            f"{_rastore.type_name(eltype, elbyte)} has no NumPy equivalent; "
+            "read its raw bytes with `ra convert` to .npy (as user<N>) or from Rust"
+        )
+    return dtype
+
+
+def _raw_type(dtype):
+    """(eltype, elbyte, descr) for a NumPy dtype: descr is the NumPy descr (Python
+    source) when the type is stored as user<N> with it in the trailer, as `ra convert`
+    does for structured dtypes and the platform's long double."""
+    if dtype.name == "bfloat16":
+        return _BFLOAT16 + (None,)
+    if dtype.kind == "b":
+        return 5, 1, None
+    n = dtype.itemsize
+    if dtype.fields is None and (
+        (dtype.kind in "iu" and n in (1, 2, 4, 8))
+        or (dtype.kind == "f" and n in (2, 4, 8))
+        or (dtype.kind == "c" and n in (8, 16))
+    ):
+        return _KIND[dtype.kind], n, None
+    if dtype.kind in "OMm" or dtype.hasobject:
+        raise Error(f"{dtype} cannot be stored: only plain numeric, bool and structured types can")
+    return 0, n, repr(np.lib.format.dtype_to_descr(dtype))
+
+
+def _native(a):
+    """`a` with its elements in this machine's byte order (structured types keep the
+    byte order their descr records)."""
+    if a.dtype.fields is None and not a.dtype.isnative:
+        return a.astype(a.dtype.newbyteorder("="))
+    return a
+
+
+def _fortran_bytes(a):
+    """The elements of `a` in column-major order, as a flat uint8 array (a copy only
+    when `a` is not already Fortran-contiguous)."""
+    f = np.asarray(a, order="F")
+    return np.ascontiguousarray(f.T).reshape(-1).view(np.uint8)
+
+
+class MappedFile(_rastore.MappedFileCore):
+    """A mapping of a ``.ra`` file: ``MappedFile(path, mode="r", slab=None)``.
+
+    ``mode="r+"`` maps it read-write; ``slab=(start, stop)`` maps only that range of the
+    last axis (read-write). ``.array`` is the NumPy array over the mapping, with this
+    object as its ``base``. ``close()`` unmaps, and raises ``BufferError`` while an array
+    over the mapping is alive; a ``with`` block closes on exit. Pickling sends the path,
+    mode and slab, so that another process maps the file again instead of copying it.
+    """
+
+    @property
+    def array(self):
+        """The array over the mapping: shape == dims, Fortran-ordered, read-only unless
+        mapped with ``mode="r+"``. Constant time whatever the size."""
+        return self._export(self._numpy_dtype())
+
+    def _numpy_dtype(self):
+        eltype, elbyte, bits = self._type()
+        if bits:
+            return np.dtype("?")
+        return _numpy_dtype(eltype, elbyte, self.metadata if eltype == 0 else b"")
+
+    @property
+    def header(self):
+        """What ``ra info --json`` says of the file, with ``dtype`` as a NumPy dtype."""
+        h = json.loads(self._info_json())
+        h["dtype"] = self._numpy_dtype()
+        return h
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __reduce__(self):
+        return (MappedFile, (self.path, self.mode, self.slab))
+
+    def __repr__(self):
+        state = "closed" if self.closed else self.mode
+        slab = "" if self.slab is None else f", slab={self.slab}"
+        return f"rastore.MappedFile({self.path!r}, {state!r}{slab})"
+
+
+def open(path):
+    """The array in ``path``, read-only, over a mapping of the file (no copy, constant
+    time). Files whose data cannot be used in place (big-endian, compressed, BitArray)
+    raise ``rastore.Error``; ``read`` decodes them."""
+    return MappedFile(os.fspath(path)).array
+
+
+def open_slab(path, start, stop):
+    """The range ``start:stop`` of the last axis of ``path``, writeable, over a mapping:
+    worker processes fill disjoint slabs of one file this way."""
+    return MappedFile(os.fspath(path), "r+", (start, stop)).array
+
+
+def create(path, dtype, shape, *, overwrite=False):
+    """Creates ``path`` zeroed at full size (space reserved) and returns it as a
+    writeable array over a mapping. ``flush()`` on its ``base`` makes the stores
+    durable."""
+    dtype = np.dtype(dtype)
+    eltype, elbyte, descr = _raw_type(dtype)
+    dims = [int(d) for d in (shape if np.iterable(shape) else (shape,))]
+    trailer = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
+    _rastore.create_file(os.fspath(path), eltype, elbyte, dims, overwrite, trailer)
+    return MappedFile(os.fspath(path), "r+").array
+
+
+def read(path):
+    """An owned copy of the array in ``path``, for every file rastore reads: compressed,
+    big-endian and BitArray files are decoded."""
+    eltype, elbyte, dims, data, trailer = _rastore.read(os.fspath(path))
+    dtype = _numpy_dtype(eltype, elbyte, trailer)
+    try:
+        return data.view(dtype).reshape(dims, order="F")
+    except ValueError as e:
+        raise Error(f"{os.fspath(path)}: NumPy cannot hold dims {dims} of {dtype}: {e}") from None
+
+
+def write(path, array, *, compress=False, metadata=None, durable=False):
+    """Writes ``array`` (any layout, 0-d and empty included) to ``path`` atomically: the
+    file is built out of sight and named when complete. ``metadata`` (bytes or str)
+    becomes the trailer; ``compress`` stores LZ4; ``durable`` syncs before naming."""
+    a = _native(np.asarray(array))
+    eltype, elbyte, descr = _raw_type(a.dtype)
+    dims = list(a.shape)
+    if isinstance(metadata, str):
+        metadata = metadata.encode()
+    if metadata is None:
+        metadata = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
+    _rastore.write(os.fspath(path), eltype, elbyte, dims, _fortran_bytes(a), compress, bytes(metadata), durable)
+
+
+def info(path):
+    """What ``ra info --json`` says of ``path``, as a dict."""
+    return json.loads(_rastore.info_json(os.fspath(path)))
+
+
+def convert(input, output, *, compress=False, overwrite=False):
+    """``ra convert``: between ``.ra``, ``.npy`` and ``.png``, by extension."""
+    _rastore.convert(os.fspath(input), os.fspath(output), compress, overwrite)
+
+
+class Appender(_rastore.AppenderCore):
+    """Grows ``path`` along its last axis: ``Appender(path, dtype=None, frame=None,
+    durable=True)``. With ``dtype`` and ``frame`` (a frame's shape) it creates the file
+    when missing. ``append(a)`` takes one frame or frames along a last axis;
+    ``commit()`` makes them visible (and durable); ``finish()`` ends, and so does a
+    ``with`` block (on an exception, without committing what is pending)."""
+
+    def __new__(cls, path, dtype=None, frame=None, durable=True):
+        if dtype is None or frame is None:
+            return super().__new__(cls, os.fspath(path), durable=durable)
+        eltype, elbyte, descr = _raw_type(np.dtype(dtype))
+        if descr is not None:
+            raise Error(f"{np.dtype(dtype)} is stored as user<{elbyte}>: append to a file that has it")
+        return super().__new__(cls, os.fspath(path), eltype, elbyte, [int(d) for d in frame], durable)
+
+    def append(self, frames):
+        """Appends one frame, or ``k`` frames given with a last extent of ``k``."""
+        a = _native(np.asarray(frames))
+        eltype, elbyte, _ = _raw_type(a.dtype)
+        return self._append(eltype, elbyte, list(a.shape), _fortran_bytes(a))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            self.finish()
+        else:
+            self.discard()
+        return False

@@ -1,0 +1,165 @@
+//! Reading, writing, creating and converting whole files, and `info`: each releases the
+//! GIL while it works.
+
+use std::path::PathBuf;
+
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rastore::convert::ConvertOptions;
+use rastore::npy::Descr;
+use rastore::{CreateOptions, DType, Header, WriteOptions};
+
+use crate::errors::{error, to_py};
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read, m)?)?;
+    m.add_function(wrap_pyfunction!(write, m)?)?;
+    m.add_function(wrap_pyfunction!(create_file, m)?)?;
+    m.add_function(wrap_pyfunction!(info_json, m)?)?;
+    m.add_function(wrap_pyfunction!(convert, m)?)?;
+    m.add_function(wrap_pyfunction!(type_name, m)?)?;
+    m.add_function(wrap_pyfunction!(descr_of, m)?)?;
+    m.add_function(wrap_pyfunction!(descr_trailer, m)?)?;
+    Ok(())
+}
+
+/// The bytes of a C-contiguous `uint8` array (the Python side makes them so).
+pub fn bytes_of<'a>(data: &'a PyReadonlyArray1<'_, u8>) -> PyResult<&'a [u8]> {
+    data.as_slice()
+        .map_err(|e| error(format!("data must be contiguous bytes: {e}")))
+}
+
+/// Every file the Rust reader accepts, decoded to native order (a BitArray to one
+/// byte per Bool): `(eltype, elbyte, dims, data, trailer)`, the data a `uint8` array
+/// that owns the decoded bytes without another copy.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn read<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+) -> PyResult<(
+    u64,
+    u64,
+    Vec<u64>,
+    Bound<'py, PyArray1<u8>>,
+    Bound<'py, PyBytes>,
+)> {
+    let raw = py
+        .detach(|| rastore::convert::decoded(&path))
+        .map_err(to_py)?;
+    let h = &raw.header;
+    let (dtype, dims) = (h.dtype(), h.dims().to_vec());
+    let trailer = PyBytes::new(py, &raw.metadata);
+    Ok((
+        dtype.eltype,
+        dtype.elbyte,
+        dims,
+        PyArray1::from_vec(py, raw.data),
+        trailer,
+    ))
+}
+
+/// Writes column-major `data` as a file of `dims` and type `(eltype, elbyte)`,
+/// atomically, as `rastore::write` does.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn write(
+    py: Python<'_>,
+    path: PathBuf,
+    eltype: u64,
+    elbyte: u64,
+    dims: Vec<u64>,
+    data: PyReadonlyArray1<'_, u8>,
+    compress: bool,
+    metadata: Vec<u8>,
+    durable: bool,
+) -> PyResult<()> {
+    let bytes = bytes_of(&data)?;
+    py.detach(|| {
+        let header = Header::new(DType { eltype, elbyte }, &dims).map_err(|e| e.at(&path))?;
+        WriteOptions::new()
+            .compress(compress)
+            .metadata(metadata)
+            .durable(durable)
+            .write_bytes(&path, &header, bytes)
+    })
+    .map_err(to_py)
+}
+
+/// Creates a zeroed file at full size, space reserved, for a writeable mapping.
+#[pyfunction]
+fn create_file(
+    py: Python<'_>,
+    path: PathBuf,
+    eltype: u64,
+    elbyte: u64,
+    dims: Vec<u64>,
+    overwrite: bool,
+    metadata: Vec<u8>,
+) -> PyResult<()> {
+    py.detach(|| {
+        CreateOptions::new()
+            .overwrite(overwrite)
+            .metadata(metadata)
+            .create_file(&path, DType { eltype, elbyte }, &dims)
+    })
+    .map(drop)
+    .map_err(to_py)
+}
+
+/// `ra info --json` of a `.ra` file.
+#[pyfunction]
+fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    py.detach(|| rastore::info::info(&path))
+        .map(|i| i.to_json())
+        .map_err(to_py)
+}
+
+/// `ra convert`: between `.ra`, `.npy` and `.png` by extension.
+#[pyfunction]
+fn convert(
+    py: Python<'_>,
+    input: PathBuf,
+    output: PathBuf,
+    compress: bool,
+    overwrite: bool,
+) -> PyResult<()> {
+    let options = ConvertOptions::new()
+        .compress(compress)
+        .overwrite(overwrite);
+    py.detach(|| rastore::convert::convert(&input, &output, &options, &mut |_, _| ()))
+        .map(drop)
+        .map_err(to_py)
+}
+
+/// The RawArray type's name (`int128`, `user<12>`), for messages.
+#[pyfunction]
+fn type_name(eltype: u64, elbyte: u64) -> String {
+    DType { eltype, elbyte }.name()
+}
+
+/// The NumPy descr (as Python source) that an NDL trailer records for elements of
+/// `elbyte` bytes, as `ra convert` writes it.
+#[pyfunction]
+fn descr_of(trailer: &[u8], elbyte: u64) -> Option<String> {
+    rastore::ndl::numpy_descr(trailer, elbyte).map(|d| d.to_python())
+}
+
+/// The NDL trailer that records a NumPy descr (given as Python source) for data of
+/// this type and dims, as `ra convert` writes it.
+#[pyfunction]
+fn descr_trailer<'py>(
+    py: Python<'py>,
+    eltype: u64,
+    elbyte: u64,
+    dims: Vec<u64>,
+    descr: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let header = Header::new(DType { eltype, elbyte }, &dims).map_err(to_py)?;
+    let descr = Descr::parse(descr).map_err(to_py)?;
+    Ok(PyBytes::new(
+        py,
+        &rastore::ndl::descr_trailer(&header, &descr),
+    ))
+}

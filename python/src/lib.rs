@@ -1,0 +1,26 @@
+//! `rastore._rastore`: the Rust half of the Python package. The Python half
+//! (`rastore/__init__.py`) maps NumPy dtypes to RawArray types and back and shapes
+//! the API; everything that touches files or memory is here.
+//!
+//! | concern | file |
+//! |---|---|
+//! | `rastore.Error` and the mapping of Rust errors to Python ones | `errors.rs` |
+//! | `MappedFile`: mappings and the NumPy arrays that lie over them | `mapped.rs` |
+//! | reading, writing, creating, converting, `info` | `io.rs` |
+//! | appending frames | `append.rs` |
+
+mod append;
+mod errors;
+mod io;
+mod mapped;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _rastore(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("Error", m.py().get_type::<errors::Error>())?;
+    m.add_class::<mapped::MappedFileCore>()?;
+    m.add_class::<append::AppenderCore>()?;
+    io::register(m)?;
+    Ok(())
+}
