@@ -143,7 +143,7 @@ pub enum ErrorKind {
         actual: usize,
     },
     /// A zero-copy view is impossible for this file; use the owned read path.
-    #[error("cannot view in place: {reason}; use rastore::read for a copy")]
+    #[error("cannot view in place: {reason}; read it for a copy (rastore::read in Rust, rastore.read in Python)")]
     NotViewable {
         /// Why.
         reason: ViewRefusal,
@@ -174,6 +174,14 @@ pub enum ErrorKind {
         /// Frames the header names.
         frames: u64,
         /// What was refused, and what to do.
+        detail: String,
+    },
+    /// A request to object storage failed (after its retries).
+    #[error("{op}: {detail}")]
+    Remote {
+        /// What was being done (`get`, `put part 3`, ...).
+        op: &'static str,
+        /// The store's error.
         detail: String,
     },
     /// A caller-supplied argument is invalid.

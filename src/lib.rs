@@ -53,6 +53,8 @@ pub mod npy;
 pub mod npz;
 mod owned;
 pub mod png_io;
+#[cfg(feature = "s3")]
+pub mod remote;
 mod replace;
 pub mod values;
 mod view;

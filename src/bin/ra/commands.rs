@@ -8,7 +8,7 @@ use rastore::convert::{decoded, ConvertOptions};
 use rastore::{DType, WriteOptions};
 
 use crate::input::{is_npy, Input};
-use crate::{elements, slice, stats, term, Fail, Outcome};
+use crate::{elements, remote, slice, stats, term, Fail, Outcome};
 
 #[derive(clap::Args)]
 pub struct CreateArgs {
@@ -285,7 +285,11 @@ pub fn info(a: &InfoArgs) -> Outcome {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
             return Ok(());
         }
-        let i = rastore::info::info(p)?;
+        let i = if remote::is_remote(p) {
+            remote::info(p)?
+        } else {
+            rastore::info::info(p)?
+        };
         let line = if a.json { i.to_json() } else { info_line(&i) };
         writeln!(out, "{line}")?;
         Ok(())
@@ -294,7 +298,9 @@ pub fn info(a: &InfoArgs) -> Outcome {
 
 pub fn describe(a: &FileArg) -> Outcome {
     let name = a.file.to_string_lossy();
-    let doc = if is_npy(&a.file) {
+    let doc = if remote::is_remote(&a.file) {
+        remote::describe(&a.file)?
+    } else if is_npy(&a.file) {
         rastore::ndl::describe_npy(&name, &npy_header(&a.file)?)?
     } else {
         let (h, _) = rastore::read_header_at(&a.file)?;
@@ -306,8 +312,7 @@ pub fn describe(a: &FileArg) -> Outcome {
 }
 
 pub fn cat(a: &CatArgs) -> Outcome {
-    let input = Input::open(&a.file)?;
-    let sels = slice::parse(a.slice.as_deref().unwrap_or(""), &input.dims).map_err(Fail::Usage)?;
+    let (input, sels) = opened(&a.file, a.slice.as_deref())?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     if a.json {
         let n = slice::walk(&sels, &input.dims, 0, |_, _| ());
@@ -325,13 +330,21 @@ pub fn cat(a: &CatArgs) -> Outcome {
     Ok(())
 }
 
+/// A file or object as an input, with a selection parsed against its dims (of an
+/// object, only the range of the last axis the selection touches is fetched).
+fn opened(p: &Path, spec: Option<&str>) -> Result<(Input, Vec<slice::Sel>), Fail> {
+    if remote::is_remote(p) {
+        return remote::input(p, spec);
+    }
+    let input = Input::open(p)?;
+    let sels = slice::parse(spec.unwrap_or(""), &input.dims).map_err(Fail::Usage)?;
+    Ok((input, sels))
+}
+
 pub fn stats(a: &StatsArgs) -> Outcome {
-    let input = Input::open(&a.file)?;
+    let (input, sels) = opened(&a.file, a.slice.as_deref())?;
     let result = match &a.slice {
-        Some(spec) => {
-            let sels = slice::parse(spec, &input.dims).map_err(Fail::Usage)?;
-            stats::selected(&input, &sels)
-        }
+        Some(_) => stats::selected(&input, &sels),
         None => {
             let total = input.bytes().len() as u64;
             let bar = progress_bar(total);
@@ -380,7 +393,11 @@ pub fn stats(a: &StatsArgs) -> Outcome {
 pub fn verify(a: &FilesArg) -> Outcome {
     let mut out = io::stdout().lock();
     per_file(&a.files, |p| {
-        let raw = decoded(p)?;
+        let raw = if remote::is_remote(p) {
+            remote::decoded(p)?
+        } else {
+            decoded(p)?
+        };
         writeln!(
             out,
             "{}: ok ({} {:?}, {} data bytes decoded)",
@@ -525,6 +542,13 @@ pub fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
 }
 
 pub fn convert(a: &ConvertArgs) -> Outcome {
+    let options = ConvertOptions::new()
+        .compress(a.compress)
+        .overwrite(a.overwrite)
+        .split_links(a.split_links);
+    if remote::is_remote(&a.input) || remote::is_remote(&a.output) {
+        return remote::convert(&a.input, &a.output, &options, a.compress);
+    }
     let size = std::fs::metadata(&a.input)
         .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?
         .len();
@@ -535,10 +559,6 @@ pub fn convert(a: &ConvertArgs) -> Outcome {
             b.set_position(done);
         }
     };
-    let options = ConvertOptions::new()
-        .compress(a.compress)
-        .overwrite(a.overwrite)
-        .split_links(a.split_links);
     let result = rastore::convert::convert(&a.input, &a.output, &options, &mut progress);
     if let Some(b) = bar {
         b.finish_and_clear();

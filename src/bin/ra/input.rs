@@ -26,6 +26,8 @@ pub struct Input {
     pub strides: Vec<u64>,
     /// The `.npy` header, for `.npy` inputs.
     pub npy: Option<NpyHeader>,
+    /// The first index of the last axis the bytes hold (an object's slab), else 0.
+    origin: u64,
     bytes: Bytes,
 }
 
@@ -69,6 +71,7 @@ impl Input {
                 dims,
                 strides,
                 npy: None,
+                origin: 0,
                 bytes: Bytes::Ra(map),
             });
         }
@@ -80,6 +83,7 @@ impl Input {
             dims,
             strides,
             npy: None,
+            origin: 0,
             bytes: Bytes::Owned(raw.data),
         })
     }
@@ -112,6 +116,7 @@ impl Input {
             dims,
             strides,
             npy: Some(nh),
+            origin: 0,
             bytes,
         })
     }
@@ -125,10 +130,40 @@ impl Input {
         }
     }
 
+    /// Decoded column-major bytes of `dims`, of which only the last axis's indices
+    /// from `origin` on are held (all of them when `origin` is 0 and `data` is whole).
+    pub fn owned(dtype: DType, dims: Vec<u64>, origin: u64, data: Vec<u8>) -> Input {
+        let mut held = dims.clone();
+        if let Some((last, frame_dims)) = held.split_last_mut() {
+            let frame = frame_dims.iter().product::<u64>() * dtype.elbyte.max(1);
+            *last = (data.len() as u64).checked_div(frame).unwrap_or(0);
+        }
+        Input {
+            dtype,
+            strides: fortran_strides(&held),
+            dims,
+            npy: None,
+            origin,
+            bytes: Bytes::Owned(data),
+        }
+    }
+
     /// The bytes of the element at `index` (a multi-index within the dims).
     pub fn element(&self, index: &[u64]) -> &[u8] {
         let w = self.dtype.elbyte as usize;
-        let linear: u64 = index.iter().zip(&self.strides).map(|(i, s)| i * s).sum();
+        let last = index.len().saturating_sub(1);
+        let linear: u64 = index
+            .iter()
+            .zip(&self.strides)
+            .enumerate()
+            .map(|(d, (i, s))| {
+                if d == last {
+                    (i - self.origin) * s
+                } else {
+                    i * s
+                }
+            })
+            .sum();
         &self.bytes()[linear as usize * w..][..w]
     }
 

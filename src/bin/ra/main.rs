@@ -9,6 +9,7 @@ mod demo;
 mod elements;
 mod extract;
 mod input;
+mod remote;
 mod slice;
 mod stats;
 mod term;
@@ -52,6 +53,9 @@ enum Command {
     Diff(commands::DiffArgs),
     /// Give a file new dims with the same element count, in column-major order (NumPy's order='F').
     Reshape(commands::ReshapeArgs),
+    /// Many nodes filling one s3:// object: begin (prints the token), plan, put a part, complete, abort.
+    #[command(subcommand)]
+    Fill(remote::FillCommand),
     /// Append frames along the last axis, committing as it goes; the file is valid at every moment.
     Append(append::AppendArgs),
     /// Repair a file left open for appending by a crash, and say what was done.
@@ -113,6 +117,7 @@ fn main() -> ExitCode {
         Command::Reshape(a) => commands::reshape(&a),
         Command::Convert(a) => commands::convert(&a),
         Command::Append(a) => append::append(&a),
+        Command::Fill(c) => remote::fill(&c),
         Command::Recover(a) => append::recover(&a),
     };
     match result {

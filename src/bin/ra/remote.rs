@@ -1,0 +1,305 @@
+//! `s3://` objects in `ra`: reading commands over ranged GETs, `convert` to and from
+//! object storage, and `ra fill` for many nodes filling one object.
+
+use std::io::{self, BufRead, Read};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use rastore::remote::{upload_file, FillToken, RemoteOptions, RemoteRa};
+use rastore::DType;
+
+use crate::input::Input;
+use crate::slice::Sel;
+use crate::{term, Fail, Outcome};
+
+/// Whether a command-line path names an object.
+pub fn is_remote(p: &Path) -> bool {
+    p.to_str().is_some_and(rastore::remote::is_remote)
+}
+
+fn url(p: &Path) -> &str {
+    p.to_str().unwrap_or_default()
+}
+
+/// `ra info` of an object.
+pub fn info(p: &Path) -> rastore::Result<rastore::info::FileInfo> {
+    let r = RemoteRa::open(url(p))?;
+    let h = r.header().clone();
+    let trailer_bytes = if h.encoding() == rastore::Encoding::Lz4OrLeb128 {
+        r.metadata()?.len() as u64
+    } else {
+        r.len() - h.trailer_start(r.len())
+    };
+    Ok(rastore::info::FileInfo {
+        path: p.to_path_buf(),
+        header: h,
+        trailer_bytes,
+        append: None,
+    })
+}
+
+/// `ra describe` of an object: the header and the trailer (a suffix GET).
+pub fn describe(p: &Path) -> rastore::Result<String> {
+    let r = RemoteRa::open(url(p))?;
+    Ok(rastore::ndl::describe(url(p), r.header(), &r.metadata()?))
+}
+
+/// `ra verify` of an object: fetched whole and decoded.
+pub fn decoded(p: &Path) -> rastore::Result<rastore::RawData> {
+    RemoteRa::open(url(p))?.decoded()
+}
+
+/// The range of the last axis that `sels` touch (empty when they select nothing).
+fn last_range(sels: &[Sel]) -> Option<Range<u64>> {
+    let last = sels.last()?;
+    let n = last.count();
+    Some(if n == 0 {
+        0..0
+    } else {
+        let (a, b) = (last.at(0), last.at(n - 1));
+        a.min(b)..a.max(b) + 1
+    })
+}
+
+/// An object as an [`Input`] for `cat` and `stats`: with a selection, only the range
+/// of the last axis it touches is fetched.
+pub fn input(p: &Path, spec: Option<&str>) -> Result<(Input, Vec<Sel>), Fail> {
+    let r = RemoteRa::open(url(p))?;
+    let dims = r.header().dims().to_vec();
+    let sels = crate::slice::parse(spec.unwrap_or(""), &dims).map_err(Fail::Usage)?;
+    let range = match (spec, last_range(&sels)) {
+        (Some(_), Some(range)) => range,
+        _ => 0..dims.last().copied().unwrap_or(1),
+    };
+    let input = if dims.is_empty() {
+        let raw = r.decoded()?;
+        Input::owned(raw.header.dtype(), dims, 0, raw.data)
+    } else {
+        let (slab, data) = r.read_slab_bytes(range.clone())?;
+        let dtype = if slab.encoding() == rastore::Encoding::Bits {
+            DType::BOOL
+        } else {
+            slab.dtype()
+        };
+        Input::owned(dtype, dims, range.start, data)
+    };
+    Ok((input, sels))
+}
+
+/// `ra convert` with an object on either side (or both). A download lands in a
+/// scratch `.ra` and is converted from there (so a local output is placed atomically,
+/// as every output is); an upload sends a local `.ra` as it is, or one converted
+/// first (from `.npy` or `.png`, or to compress).
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    options: &rastore::convert::ConvertOptions,
+    compress: bool,
+) -> Outcome {
+    let remote = RemoteOptions::default();
+    let scratch = Scratch::new();
+    if !is_remote(output) {
+        options.check_output(output)?;
+    }
+    let source: PathBuf = if is_remote(input) {
+        let r = RemoteRa::open(url(input))?;
+        let p = scratch.path("download.ra");
+        std::fs::write(&p, r.read_bytes(0..r.len())?)
+            .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&p))))?;
+        p
+    } else {
+        input.to_path_buf()
+    };
+    if is_remote(output) {
+        let plain_ra =
+            rastore::convert::Format::of(&source).ok() == Some(rastore::convert::Format::Ra);
+        let upload = if plain_ra && !compress {
+            source
+        } else {
+            let p = scratch.path("upload.ra");
+            let o = rastore::convert::ConvertOptions::new().compress(compress);
+            rastore::convert::convert(&source, &p, &o, &mut |_, _| ())?;
+            p
+        };
+        upload_file(&upload, url(output), &remote)?;
+    } else {
+        rastore::convert::convert(&source, output, options, &mut |_, _| ())?;
+    }
+    Ok(())
+}
+
+/// A scratch folder in the system's temporary folder, removed with everything in it
+/// when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch(std::env::temp_dir().join(format!("ra-s3-{}", std::process::id())))
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        let _ = std::fs::create_dir_all(&self.0);
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[derive(clap::Subcommand)]
+pub enum FillCommand {
+    /// Begin the upload of an array to s3://BUCKET/KEY and print the token (JSON) on stdout, the part plan on stderr.
+    Begin {
+        /// The object: s3://bucket/key.
+        url: String,
+        /// Element type, as for `ra create`.
+        #[arg(long)]
+        dtype: DType,
+        /// Dims, first fastest, comma-separated: the last axis is cut into parts.
+        #[arg(long, required = true, value_delimiter = ',', num_args = 1..)]
+        shape: Vec<u64>,
+        /// A file whose bytes become the trailer (at the end of the last part).
+        #[arg(long)]
+        metadata: Option<PathBuf>,
+        /// Least data per part, MiB (S3 needs 5 for every part but the last).
+        #[arg(long, default_value_t = 16)]
+        part_mib: u64,
+    },
+    /// Print the plan: one line per part, `PART FIRST_FRAME END_FRAME`.
+    Plan {
+        /// The token, or @FILE holding it.
+        token: String,
+    },
+    /// Upload part PART from a local .ra or .npy holding exactly its frames; prints `PART ETAG`.
+    Put {
+        /// The token, or @FILE holding it.
+        token: String,
+        /// The part's number, from 1.
+        part: u64,
+        /// The slab: dims of a frame plus the part's frame count.
+        slab: PathBuf,
+    },
+    /// Complete the upload with every part's `PART ETAG` line (from files, or - for stdin).
+    Complete {
+        /// The token, or @FILE holding it.
+        token: String,
+        /// Files of `PART ETAG` lines, as `put` prints them (- for stdin).
+        #[arg(required = true)]
+        etags: Vec<PathBuf>,
+    },
+    /// Abort the upload: nothing appears under the key, the parts are discarded.
+    Abort {
+        /// The token, or @FILE holding it.
+        token: String,
+    },
+}
+
+fn token(arg: &str) -> Result<FillToken, Fail> {
+    let text = match arg.strip_prefix('@') {
+        Some(f) => std::fs::read_to_string(f).map_err(|e| Fail::Data(format!("{f}: {e}")))?,
+        None => arg.to_string(),
+    };
+    Ok(FillToken::from_json(&text)?)
+}
+
+pub fn fill(c: &FillCommand) -> Outcome {
+    let options = RemoteOptions::default();
+    match c {
+        FillCommand::Begin {
+            url,
+            dtype,
+            shape,
+            metadata,
+            part_mib,
+        } => {
+            let trailer = match metadata {
+                Some(f) => {
+                    std::fs::read(f).map_err(|e| Fail::Data(format!("{}: {e}", term::path(f))))?
+                }
+                None => Vec::new(),
+            };
+            let options = RemoteOptions {
+                part_bytes: part_mib << 20,
+                ..options
+            };
+            let t = FillToken::begin(url, *dtype, shape, &trailer, &options)?;
+            eprintln!(
+                "{}: {} parts of {} frames (the last may have fewer); upload id {}",
+                t.url,
+                t.parts(),
+                t.frames_per_part,
+                term::line(&t.upload_id)
+            );
+            println!("{}", t.to_json());
+        }
+        FillCommand::Plan { token: arg } => {
+            let t = token(arg)?;
+            for p in 1..=t.parts() {
+                let f = t.frames(p)?;
+                println!("{p} {} {}", f.start, f.end);
+            }
+        }
+        FillCommand::Put {
+            token: arg,
+            part,
+            slab,
+        } => {
+            let t = token(arg)?;
+            let frames = t.frames(*part)?;
+            let input = Input::open(slab)?;
+            let mut want = t.dims.clone();
+            if let Some(last) = want.last_mut() {
+                *last = frames.end - frames.start;
+            }
+            if input.dtype != t.dtype || input.dims != want {
+                return Err(Fail::Data(format!(
+                    "{}: {} {:?}, but part {part} is {} {want:?} (frames {frames:?})",
+                    term::path(slab),
+                    input.dtype,
+                    input.dims,
+                    t.dtype
+                )));
+            }
+            let etag = t.put_part(*part, &input.fortran_bytes(), &options)?;
+            println!("{part} {etag}");
+        }
+        FillCommand::Complete { token: arg, etags } => {
+            let t = token(arg)?;
+            let mut list = Vec::new();
+            for f in etags {
+                let text = if f.as_os_str() == "-" {
+                    let mut s = String::new();
+                    io::stdin().read_to_string(&mut s)?;
+                    s
+                } else {
+                    std::fs::read_to_string(f)
+                        .map_err(|e| Fail::Data(format!("{}: {e}", term::path(f))))?
+                };
+                for line in io::Cursor::new(text).lines() {
+                    let line = line?;
+                    let line = line.trim();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    let (n, etag) = line
+                        .split_once(' ')
+                        .and_then(|(n, e)| Some((n.parse::<u64>().ok()?, e.to_string())))
+                        .ok_or_else(|| {
+                            Fail::Data(format!("{}: {line:?} is not `PART ETAG`", term::path(f)))
+                        })?;
+                    list.push((n, etag));
+                }
+            }
+            t.complete(&list, &options)?;
+            println!("{}: complete, {} parts", t.url, list.len());
+        }
+        FillCommand::Abort { token: arg } => {
+            let t = token(arg)?;
+            t.abort(&options)?;
+            println!("{}: aborted", t.url);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! RawArrays in S3-protocol object storage (feature `s3`): read by byte ranges, written
+//! by parallel multipart uploads, and filled part by part by many nodes.
+//!
+//! A `.ra` object is one contiguous column-major blob, so any range of its last axis is
+//! one byte range: reads fetch exactly the bytes asked for, with concurrent ranged GETs.
+//! The library stays synchronous: the async client runs on a runtime kept inside.
+//!
+//! | task | entry point |
+//! |---|---|
+//! | open an object, read its header (one ranged GET), its trailer (a suffix range) | [`RemoteRa::open`], [`RemoteRa::metadata`] |
+//! | read the whole array, or a range of its last axis | [`RemoteRa::read`], [`RemoteRa::read_slab`], [`RemoteRa::decoded`] |
+//! | upload a local file or an array in memory | [`upload_file`], [`upload_bytes`] |
+//! | many nodes filling one object, a part each | [`FillToken::begin`], [`FillToken::put_part`], [`FillToken::complete`], [`FillToken::abort`] |
+//!
+//! Configuration is the AWS one, from the environment: `AWS_ENDPOINT_URL` (or
+//! `AWS_ENDPOINT`), `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, and
+//! `AWS_ALLOW_HTTP=true` for a server without TLS. Requests are retried with backoff on
+//! 5xx answers and dropped connections ([`RemoteOptions`]).
+
+mod client;
+mod fill;
+mod read;
+mod upload;
+
+pub use client::{is_remote, RemoteOptions, S3Url};
+pub use fill::FillToken;
+pub use read::RemoteRa;
+pub use upload::{upload_bytes, upload_file};
