@@ -123,9 +123,10 @@ impl FillToken {
         Ok(start.min(self.frame_count())..(start + self.frames_per_part).min(self.frame_count()))
     }
 
-    /// Uploads part `part` from `data`, the plain column-major bytes of its frames;
-    /// returns the part's ETag, for [`complete`](Self::complete).
-    pub fn put_part(&self, part: u64, data: &[u8], options: &RemoteOptions) -> Result<String> {
+    /// Uploads part `part` from `data`, the plain column-major bytes of its frames
+    /// (taken, not copied); returns the part's ETag, for [`complete`](Self::complete).
+    /// Parts may be put from many threads or processes at once.
+    pub fn put_part(&self, part: u64, data: Vec<u8>, options: &RemoteOptions) -> Result<String> {
         let frames = self.frames(part)?;
         let header = self.header()?;
         let frame_bytes = header.nbytes().checked_div(self.frame_count()).unwrap_or(0);
@@ -141,7 +142,7 @@ impl FillToken {
         if part == 1 {
             pieces.push(Bytes::from(header.encode()));
         }
-        pieces.push(Bytes::copy_from_slice(data));
+        pieces.push(Bytes::from(data));
         if part == self.parts() {
             pieces.push(Bytes::from(self.trailer.clone()));
         }

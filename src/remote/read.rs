@@ -220,7 +220,6 @@ impl RemoteRa {
     /// fetching exactly those bytes; returns the slab's header too. Compressed and
     /// packed objects are fetched whole and decoded first.
     pub fn read_slab_bytes(&self, frames: Range<u64>) -> Result<(Header, Vec<u8>)> {
-        let (slab, offset) = self.header.slab(frames.clone()).at(&self.url.shown())?;
         if self.header.encoding() != Encoding::Raw {
             let raw = self.decoded()?;
             let (slab, at) = raw.header.slab(frames).at(&self.url.shown())?;
@@ -228,6 +227,7 @@ impl RemoteRa {
             let data = raw.data[start..start + slab.nbytes() as usize].to_vec();
             return Ok((slab, data));
         }
+        let (slab, offset) = self.header.slab(frames).at(&self.url.shown())?;
         let mut data = self.read_bytes(offset..offset + slab.size())?;
         if !self.header.native_endian() {
             if let Some(unit) = self.header.dtype().swap_unit() {

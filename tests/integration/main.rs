@@ -9,6 +9,8 @@ mod hardening;
 mod malformed;
 mod npy;
 mod roundtrip;
+mod s3;
+mod s3_server;
 mod tool;
 mod validation;
 mod writer;

@@ -172,14 +172,16 @@ pub enum FillCommand {
         /// The token, or @FILE holding it.
         token: String,
     },
-    /// Upload part PART from a local .ra or .npy holding exactly its frames; prints `PART ETAG`.
+    /// Upload parts from local .ra or .npy slabs holding exactly their frames; prints `PART ETAG` for each.
     Put {
         /// The token, or @FILE holding it.
         token: String,
-        /// The part's number, from 1.
-        part: u64,
-        /// The slab: dims of a frame plus the part's frame count.
-        slab: PathBuf,
+        /// PART SLAB pairs: the part's number (from 1), and a file of a frame's dims plus the part's frame count.
+        #[arg(required = true, num_args = 2..)]
+        parts: Vec<String>,
+        /// Parts uploaded at once.
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
     },
     /// Complete the upload with every part's `PART ETAG` line (from files, or - for stdin).
     Complete {
@@ -194,6 +196,32 @@ pub enum FillCommand {
         /// The token, or @FILE holding it.
         token: String,
     },
+}
+
+/// Uploads one part from its slab file, checked against the plan.
+fn put_one(
+    t: &FillToken,
+    part: u64,
+    slab: &Path,
+    options: &RemoteOptions,
+) -> Result<(u64, String), Fail> {
+    let frames = t.frames(part)?;
+    let input = Input::open(slab)?;
+    let mut want = t.dims.clone();
+    if let Some(last) = want.last_mut() {
+        *last = frames.end - frames.start;
+    }
+    if input.dtype != t.dtype || input.dims != want {
+        return Err(Fail::Data(format!(
+            "{}: {} {:?}, but part {part} is {} {want:?} (frames {frames:?})",
+            term::path(slab),
+            input.dtype,
+            input.dims,
+            t.dtype
+        )));
+    }
+    let etag = t.put_part(part, input.fortran_bytes(), options)?;
+    Ok((part, etag))
 }
 
 fn token(arg: &str) -> Result<FillToken, Fail> {
@@ -243,27 +271,54 @@ pub fn fill(c: &FillCommand) -> Outcome {
         }
         FillCommand::Put {
             token: arg,
-            part,
-            slab,
+            parts,
+            jobs,
         } => {
             let t = token(arg)?;
-            let frames = t.frames(*part)?;
-            let input = Input::open(slab)?;
-            let mut want = t.dims.clone();
-            if let Some(last) = want.last_mut() {
-                *last = frames.end - frames.start;
+            if parts.len() % 2 != 0 {
+                return Err(Fail::Usage("put takes PART SLAB pairs".into()));
             }
-            if input.dtype != t.dtype || input.dims != want {
-                return Err(Fail::Data(format!(
-                    "{}: {} {:?}, but part {part} is {} {want:?} (frames {frames:?})",
-                    term::path(slab),
-                    input.dtype,
-                    input.dims,
-                    t.dtype
-                )));
+            let pairs = parts
+                .chunks(2)
+                .map(|c| {
+                    let n = c[0]
+                        .parse::<u64>()
+                        .map_err(|_| Fail::Usage(format!("{:?} is not a part number", c[0])))?;
+                    Ok((n, PathBuf::from(&c[1])))
+                })
+                .collect::<Result<Vec<_>, Fail>>()?;
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let results: Vec<Result<(u64, String), Fail>> = std::thread::scope(|s| {
+                let workers: Vec<_> = (0..(*jobs).clamp(1, pairs.len()))
+                    .map(|_| {
+                        s.spawn(|| {
+                            let mut done = Vec::new();
+                            loop {
+                                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                                let Some((part, slab)) = pairs.get(i) else {
+                                    break;
+                                };
+                                done.push(put_one(&t, *part, slab, &options));
+                            }
+                            done
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .flat_map(|w| w.join().unwrap_or_default())
+                    .collect()
+            });
+            let mut failed = None;
+            for r in results {
+                match r {
+                    Ok((part, etag)) => println!("{part} {etag}"),
+                    Err(e) => failed = failed.or(Some(e)),
+                }
             }
-            let etag = t.put_part(*part, &input.fortran_bytes(), &options)?;
-            println!("{part} {etag}");
+            if let Some(e) = failed {
+                return Err(e);
+            }
         }
         FillCommand::Complete { token: arg, etags } => {
             let t = token(arg)?;
