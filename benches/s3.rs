@@ -110,7 +110,7 @@ fn main() {
     println!(
         "s3s-fs 0.14.1 on 127.0.0.1, root {}; object of {} MiB",
         root.display(),
-        4 * n >> 20
+        (4 * n) >> 20
     );
     let url = "s3://bkt/big.ra";
     upload_file(&local, url, &opts).expect("upload");
@@ -157,7 +157,7 @@ fn s1(
     let single = median(|| {
         let t = Instant::now();
         let b = rt
-            .block_on(async { store.get(&path).await?.bytes().await })
+            .block_on(async { store.get(path).await?.bytes().await })
             .expect("get");
         assert_eq!(b.len() as u64, 4 * n + 72);
         t.elapsed()

@@ -316,7 +316,10 @@ fn four_workers_putting_parts_out_of_order_make_the_object_a_local_fill_makes() 
             for part in order.iter().skip(w).step_by(4) {
                 c.arg(part.to_string()).arg(p(&format!("slab{part}.ra")));
             }
-            c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+            c.stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
         })
         .collect();
     let mut etags = String::new();

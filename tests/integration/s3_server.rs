@@ -72,12 +72,14 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("start s3s-fs");
+        let server = Server { child, port, root };
         for _ in 0..200 {
             if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(Server { child, port, root });
+                return Some(server);
             }
             std::thread::sleep(Duration::from_millis(25));
         }
+        drop(server);
         panic!("s3s-fs did not listen on port {port}");
     }
 
