@@ -75,10 +75,21 @@ def _numpy_dtype(eltype, elbyte, trailer):
     return dtype
 
 
+_RAW_TYPES = {}
+
+
 def _raw_type(dtype):
     """(eltype, elbyte, descr) for a NumPy dtype: descr is the NumPy descr (Python
     source) when the type is stored as user<N> with it in the trailer, as `ra convert`
-    does for structured dtypes and the platform's long double."""
+    does for structured dtypes and the platform's long double. Remembered per dtype:
+    working it out costs more than writing a small file."""
+    raw = _RAW_TYPES.get(dtype)
+    if raw is None:
+        raw = _RAW_TYPES[dtype] = _raw_type_of(dtype)
+    return raw
+
+
+def _raw_type_of(dtype):
     if dtype.name == "bfloat16":
         return _BFLOAT16 + (None,)
     if dtype.kind == "b":
