@@ -98,24 +98,29 @@ const APPEND_RETRIES: u32 = 1000;
 
 /// [`read_header_at_start`] for a file that may be growing under an appender: a header
 /// read while the appender rewrote it (size and last dim out of step), or naming data
-/// written after `len` was taken, is read again with a fresh length. Returns the header
-/// and the length it was validated against.
+/// written after `len` was taken, is read again with a fresh length, as long as the
+/// file is open for appending or its length moved (an appender that finished in
+/// between has cleared the flag, but the file grew). Returns the header and the length
+/// it was validated against.
 pub(crate) fn read_header_live(file: &File, mut len: u64) -> Result<(Header, u64)> {
     let mut tries = 0;
     loop {
         match read_header_at_start(file, len) {
             Ok(h) => return Ok((h, len)),
-            Err(e) if tries < APPEND_RETRIES && appending_on_disk(file) => {
-                let retry = matches!(
-                    e.kind(),
-                    ErrorKind::SizeMismatch { .. } | ErrorKind::TruncatedData { .. }
-                );
-                if !retry {
+            Err(e)
+                if tries < APPEND_RETRIES
+                    && matches!(
+                        e.kind(),
+                        ErrorKind::SizeMismatch { .. } | ErrorKind::TruncatedData { .. }
+                    ) =>
+            {
+                let fresh = file.metadata().map_err(|e| Error::io("stat", e))?.len();
+                if fresh == len && !appending_on_disk(file) {
                     return Err(e);
                 }
                 tries += 1;
                 std::thread::yield_now();
-                len = file.metadata().map_err(|e| Error::io("stat", e))?.len();
+                len = fresh;
             }
             Err(e) => return Err(e),
         }
