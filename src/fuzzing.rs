@@ -144,8 +144,10 @@ fn file_inner(data: &[u8]) {
     if h.encoding() == Encoding::Raw {
         let raw = raw.expect("plain data of a valid header always reads");
         assert_eq!(raw.data.len() as u64, h.nbytes());
-        let start = h.data_offset() as usize;
-        assert_eq!(raw.metadata, &data[start + h.size() as usize..]);
+        // The trailer: every byte after the data, or none while the file is open for
+        // appending (the bytes after its data are uncommitted frames).
+        let trailer = h.trailer_start(data.len() as u64) as usize;
+        assert_eq!(raw.metadata, &data[trailer..]);
     }
     let _ = crate::read_bool_from(data);
     match h.dtype().elbyte {
