@@ -26,26 +26,40 @@ pub struct FileInfo {
 pub fn info(path: impl AsRef<Path>) -> Result<FileInfo> {
     let path = path.as_ref();
     let (header, len) = crate::read_header_at(path)?;
-    // Data that decodes as neither is for `verify` to report: no trailer.
-    let trailer_bytes = if header.encoding() == Encoding::Lz4OrLeb128 {
-        crate::read_metadata(path).map_or(0, |t| t.len() as u64)
-    } else {
-        len - header.trailer_start(len)
-    };
     let append = if header.flags().appending() {
         append_state(path)?
     } else {
         None
     };
-    Ok(FileInfo {
-        path: path.to_path_buf(),
-        header,
-        trailer_bytes,
-        append,
-    })
+    let mut info = FileInfo::of(path, header, len, || crate::read_metadata(path));
+    info.append = append;
+    Ok(info)
 }
 
 impl FileInfo {
+    /// What `ra info` says of a file (or object) at `path` with `header` and length
+    /// `len`; `metadata` reads the trailer, only for a header that fits LZ4 and LEB128
+    /// alike, where decoding is the only way to know where the data ends (data that
+    /// decodes as neither is for `verify` to report: no trailer).
+    pub fn of(
+        path: &Path,
+        header: Header,
+        len: u64,
+        metadata: impl FnOnce() -> Result<Vec<u8>>,
+    ) -> FileInfo {
+        let trailer_bytes = if header.encoding() == Encoding::Lz4OrLeb128 {
+            metadata().map_or(0, |t| t.len() as u64)
+        } else {
+            len - header.trailer_start(len)
+        };
+        FileInfo {
+            path: path.to_path_buf(),
+            header,
+            trailer_bytes,
+            append: None,
+        }
+    }
+
     /// The element type's name: `float32`, `user<12>`, or `bool (BitArray)`.
     pub fn type_name(&self) -> String {
         if self.header.encoding() == Encoding::Bits {

@@ -218,18 +218,23 @@ fn lock(file: &File, path: &Path) -> Result<()> {
     .into())
 }
 
+/// Opens `path` read-write under the append lock, with its header and length.
+fn open_locked(path: &Path) -> Result<(File, Header, u64)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(io_at("open read-write", path))?;
+    lock(&file, path).at(path)?;
+    let len = file.metadata().map_err(io_at("stat", path))?.len();
+    let header = read_header_at_start(&file, len).at(path)?;
+    Ok((file, header, len))
+}
+
 impl Appender {
     fn open(path: &Path, options: &AppendOptions) -> Result<Appender> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(io_at("open read-write", path))?;
-        lock(&file, path).at(path)?;
-        let len = file.metadata().map_err(io_at("stat", path))?.len();
-        let mut header = read_header_at_start(&file, len).at(path)?;
+        let (file, mut header, mut len) = open_locked(path)?;
         check_appendable(&header).at(path)?;
-        let mut len = len;
         if header.flags().appending() {
             len = recover::repair(&file, path, &header, len)?.file_len;
             let (flags, size) = (header.flags().0 & !Flags::APPENDING, header.size());

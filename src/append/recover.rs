@@ -1,14 +1,14 @@
 //! What a crash can leave of an append, how to see it, and its repair.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::Path;
 
 use rustix::fs::FlockOperation;
 
-use super::{close_file, lock, release, trailer_sidecar};
+use super::{close_file, open_locked, release, trailer_sidecar};
 use crate::error::{io_at, Error, Result, ResultExt};
 use crate::header::Header;
-use crate::owned::{open_len, read_header_at_start};
+use crate::owned::open_len;
 
 /// The state of a file that is open for appending, or was left so by a crash.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,14 +75,7 @@ fn frames(h: &Header) -> u64 {
 /// left as it is (`repaired` false).
 pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
     let path = path.as_ref();
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(io_at("open read-write", path))?;
-    lock(&file, path).at(path)?;
-    let len = file.metadata().map_err(io_at("stat", path))?.len();
-    let h = read_header_at_start(&file, len).at(path)?;
+    let (file, h, len) = open_locked(path)?;
     if h.flags().appending() {
         return repair(&file, path, &h, len);
     }

@@ -50,6 +50,15 @@ fn check_frames(path: &Path) -> Result<u64, String> {
     Ok(n)
 }
 
+/// A file of no frames yet, with an NDL trailer.
+fn no_frames_with_trailer(p: &Path) {
+    let empty = ArrayD::<u32>::zeros(IxDyn(&[16, 8, 0]).f());
+    WriteOptions::new()
+        .metadata(trailer_doc())
+        .write(p, &empty)
+        .unwrap();
+}
+
 fn trailer_doc() -> Vec<u8> {
     let h = rastore::Header::new(DType::U32, &[16, 8, 0]).unwrap();
     rastore::ndl::edit_attributes(&h, b"", &[("units".into(), "counts".into())], &[]).unwrap()
@@ -121,11 +130,7 @@ fn readers_see_committed_frames_only_and_a_dropped_appender_discards_the_rest() 
 fn the_trailer_survives_appends_with_its_shape_brought_up_to_date() {
     let d = tmp();
     let p = d.path().join("a.ra");
-    let empty = ArrayD::<u32>::zeros(IxDyn(&[16, 8, 0]).f());
-    WriteOptions::new()
-        .metadata(trailer_doc())
-        .write(&p, &empty)
-        .unwrap();
+    no_frames_with_trailer(&p);
     let mut out = AppendOptions::new().open(&p).unwrap();
     let sidecar = rastore::trailer_sidecar(&p);
     assert_eq!(std::fs::read(&sidecar).unwrap(), trailer_doc());
@@ -271,11 +276,7 @@ fn ra_append_builds_a_file_from_inputs_and_stdin_and_refuses_a_partial_frame() {
 fn ra_info_shows_a_crashed_append_and_ra_recover_repairs_it() {
     let d = tmp();
     let p = d.path().join("a.ra");
-    let empty = ArrayD::<u32>::zeros(IxDyn(&[16, 8, 0]).f());
-    WriteOptions::new()
-        .metadata(trailer_doc())
-        .write(&p, &empty)
-        .unwrap();
+    no_frames_with_trailer(&p);
     let mut out = AppendOptions::new().open(&p).unwrap();
     out.append(&frame_of(0)).unwrap();
     out.commit().unwrap();
@@ -405,11 +406,7 @@ fn an_appender_killed_at_random_points_leaves_a_valid_prefix() {
         .unwrap_or(200);
     let d = tmp();
     let p = d.path().join("k.ra");
-    let empty = ArrayD::<u32>::zeros(IxDyn(&[16, 8, 0]).f());
-    WriteOptions::new()
-        .metadata(trailer_doc())
-        .write(&p, &empty)
-        .unwrap();
+    no_frames_with_trailer(&p);
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut most = 0;
     let mut repaired = 0;

@@ -119,17 +119,20 @@ fn from_stdin(out: &mut Appender, every: u64) -> Outcome {
         ));
     }
     // Read up to about 8 MiB of whole frames at a time.
-    let batch = ((8 << 20) / frame).clamp(1, every) as usize;
-    let mut buf = vec![0u8; batch * frame as usize];
+    let want = ((8 << 20) / frame).clamp(1, every) * frame;
+    let mut buf = Vec::with_capacity(want as usize);
     let mut stdin = io::stdin().lock();
     loop {
-        let got = read_up_to(&mut stdin, &mut buf)?;
+        buf.clear();
+        // Until the batch is full or input ends (`take` + `read_to_end` retry
+        // interrupted reads).
+        let got = (&mut stdin).take(want).read_to_end(&mut buf)?;
         let whole = got - got % frame as usize;
         if whole > 0 {
             out.append_bytes(&buf[..whole])?;
             maybe_commit(out, every)?;
         }
-        if got < buf.len() {
+        if (got as u64) < want {
             if got > whole {
                 out.commit()?;
                 return Err(Fail::Data(format!(
@@ -142,20 +145,6 @@ fn from_stdin(out: &mut Appender, every: u64) -> Outcome {
             return Ok(());
         }
     }
-}
-
-/// Reads until `buf` is full or input ends; returns the bytes read.
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 pub fn recover(a: &RecoverArgs) -> Outcome {

@@ -24,18 +24,12 @@ fn url(p: &Path) -> &str {
 /// `ra info` of an object.
 pub fn info(p: &Path) -> rastore::Result<rastore::info::FileInfo> {
     let r = RemoteRa::open(url(p))?;
-    let h = r.header().clone();
-    let trailer_bytes = if h.encoding() == rastore::Encoding::Lz4OrLeb128 {
-        r.metadata()?.len() as u64
-    } else {
-        r.len() - h.trailer_start(r.len())
-    };
-    Ok(rastore::info::FileInfo {
-        path: p.to_path_buf(),
-        header: h,
-        trailer_bytes,
-        append: None,
-    })
+    Ok(rastore::info::FileInfo::of(
+        p,
+        r.header().clone(),
+        r.len(),
+        || r.metadata(),
+    ))
 }
 
 /// `ra describe` of an object: the header and the trailer (a suffix GET).
