@@ -12,7 +12,10 @@ its range, and the ratio against the peer named; the README's Python table comes
   float32 images, a file per array (from a pool of 1,000 names), timed per array over
   rounds of 20,000 and 10,000: rastore, np.save/np.load, h5py;
 - summing 1 GiB of float32 through the view, warm: rastore.open against np.memmap;
-- 2 processes filling 1 GiB through open_slab against 2 processes on np.memmap r+.
+- 2 processes filling 1 GiB through open_slab against 2 processes on np.memmap r+;
+- small files' writes (over existing names, and to new ones) and reads apart.
+
+RASTORE_BENCH_ONLY=open,sum,fill,fig1,small picks sections.
 """
 import multiprocessing as mp
 import os
@@ -85,6 +88,8 @@ def bench_open(d):
         offset = 56
         base = per_call(lambda: np.load(npy, mmap_mode="r")[0])
         ours = per_call(lambda: rastore.open(ra)[0])
+        show(f"{label}: rastore.MappedFile(p)", per_call(lambda: rastore.MappedFile(ra)))
+        show(f"{label}: rastore.MappedFile(p).array (no element)", per_call(lambda: rastore.MappedFile(ra).array))
         show(f"{label}: rastore.open(p)[0]", ours)
         show(f"{label}: np.load(mmap_mode='r')[0]", base, ours[0])
         show(f"{label}: np.memmap(offset=..)[0]", per_call(lambda: np.memmap(ra, np.float32, "r", offset, (n,))[0]), ours[0])
@@ -143,6 +148,30 @@ def bench_fig1(d):
             for ext in (".ra", ".npy", ".h5"):
                 if os.path.exists(p + ext):
                     os.remove(p + ext)
+
+
+def bench_small(d):
+    """Figure 1's two halves apart, for a vector of 10 float32: writing over names that
+    exist (as figure 1 does, cycling through 1,000 of them) and to new names, and reading."""
+    print(f"small files in {d}, write and read apart (per call):")
+    a = np.arange(10, dtype=np.float32)
+    for kind, write, read, ext in (("rastore", rastore.write, rastore.read, ".ra"), ("numpy", np.save, np.load, ".npy")):
+        names = [os.path.join(d, f"py-small-{i}{ext}") for i in range(2000)]
+        t = time.perf_counter()
+        for p in names[:1000]:
+            write(p, a)
+        fresh = (time.perf_counter() - t) / 1000
+        rounds = []
+        for _ in range(3):
+            t = time.perf_counter()
+            for p in names[:1000]:
+                write(p, a)
+            rounds.append((time.perf_counter() - t) / 1000)
+        show(f"{kind}: write, 1,000 new names", (fresh, fresh, fresh))
+        show(f"{kind}: write over existing names", (statistics.median(rounds), min(rounds), max(rounds)))
+        show(f"{kind}: read", per_call(lambda: read(names[0])))
+        for p in names[:1000]:
+            os.remove(p)
 
 
 def bench_sum(d):
@@ -213,13 +242,20 @@ def main():
     d = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..", "target", "bench-data")
     os.makedirs(d, exist_ok=True)
     print(f"numpy {np.__version__}, h5py {h5py.__version__}, in {os.path.abspath(d)}")
-    bench_open(d)
-    bench_sum(d)
-    bench_fill(d)
     shm = "/dev/shm/rastore-py-bench"
     os.makedirs(shm, exist_ok=True)
-    bench_fig1(shm)
-    bench_fig1(d)
+    only = os.environ.get("RASTORE_BENCH_ONLY", "open,sum,fill,fig1,small").split(",")
+    if "open" in only:
+        bench_open(d)
+    if "sum" in only:
+        bench_sum(d)
+    if "fill" in only:
+        bench_fill(d)
+    if "fig1" in only:
+        bench_fig1(shm)
+        bench_fig1(d)
+    if "small" in only:
+        bench_small(d)
 
 
 if __name__ == "__main__":

@@ -146,7 +146,7 @@ class MappedFile(_rastore.MappedFileCore):
     @property
     def header(self):
         """What ``ra info --json`` says of the file, with ``dtype`` as a NumPy dtype."""
-        h = json.loads(self._info_json())
+        h = info(self.path)
         h["dtype"] = self._numpy_dtype()
         return h
 

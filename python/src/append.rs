@@ -112,11 +112,4 @@ impl AppenderCore {
     fn frame_dims(&mut self) -> PyResult<Vec<u64>> {
         Ok(self.inner()?.frame_dims().to_vec())
     }
-
-    /// The element type as `(eltype, elbyte)`.
-    #[getter]
-    fn _dtype(&mut self) -> PyResult<(u64, u64)> {
-        let d = self.inner()?.dtype();
-        Ok((d.eltype, d.elbyte))
-    }
 }

@@ -280,13 +280,6 @@ impl MappedFileCore {
         Ok((d.eltype, d.elbyte, h.encoding() == Encoding::Bits))
     }
 
-    /// `ra info --json` of the file.
-    fn _info_json(&self, py: Python<'_>) -> PyResult<String> {
-        py.detach(|| rastore::info::info(&self.path))
-            .map(|i| i.to_json())
-            .map_err(to_py)
-    }
-
     /// Address and length of the mapped data (for the zero-copy tests).
     fn _data_range(&mut self) -> PyResult<(usize, usize)> {
         let (ptr, len, _, _) = self.region()?;

@@ -123,7 +123,7 @@ def _big_endian(p):
     p.write_bytes(header + a.tobytes())
 
 
-def test_open_costs_the_same_for_a_64_gib_sparse_file(tmp_path):
+def test_a_64_gib_sparse_file_maps_and_reads_its_last_element(tmp_path):
     p = tmp_path / "big.ra"
     n = 1 << 34  # 16 Gi float32 = 64 GiB, sparse
     header = np.array([0x7961727261776172, 0, 3, 4, 4 * n, 1, n], dtype="<u8").tobytes()

@@ -17,13 +17,13 @@ use crate::header::Header;
 
 /// Where an upload's bytes come from.
 trait Source: Sync {
-    fn len(&self) -> u64;
+    fn len(&self) -> Result<u64>;
     fn read(&self, at: u64, buf: &mut [u8]) -> Result<()>;
 }
 
 impl Source for (&File, &Path) {
-    fn len(&self) -> u64 {
-        self.0.metadata().map(|m| m.len()).unwrap_or(0)
+    fn len(&self) -> Result<u64> {
+        Ok(self.0.metadata().map_err(io_at("stat", self.1))?.len())
     }
     fn read(&self, at: u64, buf: &mut [u8]) -> Result<()> {
         self.0.read_exact_at(buf, at).map_err(io_at("read", self.1))
@@ -34,8 +34,8 @@ impl Source for (&File, &Path) {
 struct Pieces<'a>(&'a [&'a [u8]]);
 
 impl Source for Pieces<'_> {
-    fn len(&self) -> u64 {
-        self.0.iter().map(|p| p.len() as u64).sum()
+    fn len(&self) -> Result<u64> {
+        Ok(self.0.iter().map(|p| p.len() as u64).sum())
     }
     fn read(&self, mut at: u64, mut buf: &mut [u8]) -> Result<()> {
         for p in self.0 {
@@ -91,7 +91,7 @@ fn upload(src: &dyn Source, url: &str, options: &RemoteOptions) -> Result<u64> {
     let url = S3Url::parse(url)?;
     let store = store(&url, options)?;
     let path = url.path();
-    let len = src.len();
+    let len = src.len()?;
     let part = options.part_bytes.max(MIN_PART_BYTES);
     let rt = runtime()?;
     if len <= part {
