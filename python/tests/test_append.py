@@ -38,6 +38,6 @@ def test_an_exception_discards_what_is_pending(tmp_path):
             out.append(np.ones(3))
         with pytest.raises(rastore.Error, match="type mismatch"):
             out.append(np.ones(2, np.float32))
+    rastore.write(p, np.ones((4, 4)), compress=True)
     with pytest.raises(rastore.Error, match="cannot append: the data is lz4"):
-        rastore.write(p, np.ones((4, 4)), compress=True)
         rastore.Appender(p)
