@@ -23,6 +23,7 @@ use crate::mapped::MappedNpy;
 use crate::ndl;
 use crate::npy::{self, Descr, NpyHeader};
 use crate::owned::{atomic_write, open_len, read_header_at_start, RawData, WriteOptions};
+use crate::padding::Padding;
 use crate::png_io;
 use crate::replace::{refuse_existing, Placement};
 use crate::view::shape_usize;
@@ -47,23 +48,42 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format of `path` by its extension.
+    /// The format of an input `path` by its extension.
     pub fn of(path: &Path) -> Result<Format> {
+        Self::by_extension(path).ok_or_else(|| {
+            ErrorKind::InvalidArgument(format!(
+                "{}: unknown extension (an input is .ra, .npy, .png or .npz)",
+                path.display()
+            ))
+            .into()
+        })
+    }
+
+    /// The format of an output `path` by its extension (an `.npz` is never one).
+    pub fn of_output(path: &Path) -> Result<Format> {
+        match Self::by_extension(path) {
+            Some(Format::Npz) | None => Err(ErrorKind::InvalidArgument(format!(
+                "{}: unknown extension for an output (it is written as .ra, .npy or .png, \
+                 by its extension; a file, not standard output)",
+                path.display()
+            ))
+            .into()),
+            Some(f) => Ok(f),
+        }
+    }
+
+    fn by_extension(path: &Path) -> Option<Format> {
         match path
             .extension()
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase)
             .as_deref()
         {
-            Some("ra") => Ok(Format::Ra),
-            Some("npy") => Ok(Format::Npy),
-            Some("png") => Ok(Format::Png),
-            Some("npz") => Ok(Format::Npz),
-            _ => Err(ErrorKind::InvalidArgument(format!(
-                "{}: unknown extension (use .ra, .npy, .png, or .npz as input)",
-                path.display()
-            ))
-            .into()),
+            Some("ra") => Some(Format::Ra),
+            Some("npy") => Some(Format::Npy),
+            Some("png") => Some(Format::Png),
+            Some("npz") => Some(Format::Npz),
+            _ => None,
         }
     }
 }
@@ -144,7 +164,7 @@ pub fn convert(
     if Format::of(input)? == Format::Npz {
         return npz_to_dir(input, output, options, progress);
     }
-    let formats = (Format::of(input)?, Format::of(output)?);
+    let formats = (Format::of(input)?, Format::of_output(output)?);
     options.check_output(output)?;
     match formats {
         (Format::Npy, Format::Ra) => npy_to_ra(input, output, options, progress).at(input),
@@ -382,10 +402,14 @@ fn ra_to_npy(
                 unit,
                 swap_end: data.end,
                 bools,
+                padding: Padding::of(&descr)?,
             };
             copy_pieces((&file, input), data, how, (w, output), progress)?;
         } else {
-            let raw = decoded(input)?;
+            let mut raw = decoded(input)?;
+            if let Some(pad) = Padding::of(&descr)? {
+                pad.zero_all(&mut raw.data);
+            }
             w.write_all(&raw.data).map_err(io_at("write", output))?;
             progress(raw.data.len() as u64, raw.data.len() as u64);
         }
@@ -402,6 +426,8 @@ struct Pieces {
     swap_end: u64,
     /// Check that every byte is a Julia Bool (0 or 1).
     bools: bool,
+    /// Zero the padding of structured elements (data bytes only).
+    padding: Option<Padding>,
 }
 
 /// Copies bytes `range` of `input` to `output` in pieces of [`PIECE`], as `how` says,
@@ -425,6 +451,9 @@ fn copy_pieces(
         if how.bools {
             codec::check_bools(&buf[..swapped], pos - range.start)?;
         }
+        if let Some(pad) = &how.padding {
+            pad.zero(&mut buf[..swapped], pos - range.start);
+        }
         w.write_all(&buf[..n]).map_err(io_at("write", output))?;
         pos += n as u64;
         progress(pos - range.start, total);
@@ -441,8 +470,8 @@ impl Drop for Removed<'_> {
     }
 }
 
-/// Each `NAME.npy` member of an `.npz` as `dir/NAME.ra` (the folder made if missing),
-/// streamed through a temporary `.npy` beside it.
+/// An `.npz`: to a `.ra` file when it holds one array, else each `NAME.npy` member as
+/// `dir/NAME.ra` (the folder made if missing), streamed through a temporary `.npy`.
 fn npz_to_dir(
     input: &Path,
     dir: &Path,
@@ -451,6 +480,25 @@ fn npz_to_dir(
 ) -> Result<Converted> {
     let (file, len) = open_len(input)?;
     let members = crate::npz::members(&file, len, input).at(input)?;
+    let to_file = match Format::by_extension(dir).ok_or(()) {
+        Ok(Format::Ra) if members.len() == 1 => true,
+        Ok(_) => {
+            let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+            return Err(Error::from(ErrorKind::InvalidArgument(format!(
+                "{} holds {} arrays ({}): give a folder as the output, for one NAME.ra each{}",
+                input.display(),
+                members.len(),
+                names.join(", "),
+                if members.len() == 1 {
+                    "; or a .ra file"
+                } else {
+                    ""
+                }
+            )))
+            .at(dir));
+        }
+        Err(_) => false,
+    };
     let stem = |name: &str| -> Result<String> {
         match name.strip_suffix(".npy") {
             Some(s) if !s.is_empty() && !s.starts_with('.') && !s.contains(['/', '\\']) => {
@@ -467,12 +515,19 @@ fn npz_to_dir(
         .iter()
         .map(|m| stem(&m.name))
         .collect::<Result<Vec<_>>>()?;
-    fs::create_dir_all(dir).map_err(io_at("create folder", dir))?;
+    if !to_file {
+        fs::create_dir_all(dir).map_err(io_at("create folder", dir))?;
+    }
     let mut result = Converted::default();
     for (i, (m, name)) in members.iter().zip(&names).enumerate() {
-        let out = dir.join(format!("{name}.ra"));
+        let out = if to_file {
+            dir.to_path_buf()
+        } else {
+            dir.join(format!("{name}.ra"))
+        };
         options.check_output(&out)?;
-        let tmp = dir.join(format!(".ra-npz-{:x}-{i}.npy", std::process::id()));
+        let folder = crate::replace::parent_dir(&out);
+        let tmp = folder.join(format!(".ra-npz-{:x}-{i}.npy", std::process::id()));
         let _removed = Removed(&tmp);
         let mut w = std::io::BufWriter::new(File::create(&tmp).map_err(io_at("create", &out))?);
         crate::npz::extract(&file, len, m, input, &mut w).at(input)?;
@@ -553,17 +608,29 @@ fn ra_to_ra(
 ) -> Result<Converted> {
     let (file, len) = open_len(input)?;
     let h = read_header_at_start(&file, len)?;
-    if let (false, Encoding::Raw, Some(unit)) =
-        (options.compress, h.encoding(), h.dtype().swap_unit())
-    {
-        // Plain to plain (byte-swapped to native): piece by piece, trailer kept.
+    if let (Encoding::Raw, Some(unit)) = (h.encoding(), h.dtype().swap_unit()) {
+        // Plain data (byte-swapped to native), piece by piece, trailer kept.
         let native = Header::new(h.dtype(), h.dims())?;
+        let trailer = if h.dtype().kind() == Kind::User || options.compress {
+            crate::read_metadata(input)?
+        } else {
+            Vec::new()
+        };
         let how = Pieces {
             unit: if h.native_endian() { 1 } else { unit },
             // Swap data bytes only: the trailer is the user's, copied verbatim.
             swap_end: h.data_end(len),
             bools: h.dtype() == DType::BOOL,
+            padding: Padding::of_trailer(&trailer, h.dtype()),
         };
+        if options.compress {
+            // One LZ4 block: the data is read whole (with progress), then encoded.
+            let mut data = Vec::with_capacity(h.size() as usize);
+            let range = h.data_offset()..h.data_end(len);
+            copy_pieces((&file, input), range, how, (&mut data, output), progress)?;
+            let write = options.write_options().metadata(trailer);
+            return write_ra(options, write, output, &native, &data);
+        }
         // A file open for appending gives its committed frames, and no trailer.
         let end = if h.flags().appending() {
             h.data_end(len)

@@ -9,6 +9,7 @@ use crate::dtype::DType;
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::header::Header;
 use crate::mapped::MappedRaMut;
+use crate::padding::Padding;
 use crate::replace::{build_file, Placement};
 
 /// How to create a preallocated file: trailer, and whether to replace an existing one.
@@ -91,7 +92,11 @@ impl CreateOptions {
             // SAFETY: the new file has no name yet (or a temporary one no other
             // program knows); nothing else truncates or writes it while it is mapped.
             let mut out = unsafe { MappedRaMut::map_file(file, path, None) }?;
-            fill(&mut out)
+            fill(&mut out)?;
+            if let Some(pad) = Padding::of_trailer(&self.metadata, dtype) {
+                pad.zero_all(out.data_mut());
+            }
+            Ok(())
         })?;
         Ok(header)
     }

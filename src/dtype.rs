@@ -109,6 +109,16 @@ impl DType {
         }
     }
 
+    /// Whether an element can be NaN: IEEE floats (not the opaque quad), bfloat16 and
+    /// complex numbers.
+    pub fn may_be_nan(&self) -> bool {
+        match self.kind() {
+            Kind::Float => self.elbyte <= 8,
+            Kind::BFloat16 | Kind::Complex => true,
+            _ => false,
+        }
+    }
+
     /// Whether values are integers that the LEB128 variant may encode.
     pub fn is_leb128_capable(&self) -> bool {
         matches!(self.kind(), Kind::Int | Kind::UInt | Kind::Bool)

@@ -66,12 +66,12 @@ pub enum ErrorKind {
         len: u64,
     },
     /// Rule 2: the first 8 bytes are not the magic in either byte order.
-    #[error(
-        "not a RawArray file: magic is {magic:#018x}, expected 0x7961727261776172 (\"rawarray\")"
-    )]
+    #[error("not a RawArray file: {}", found_format(*.found, *.magic))]
     NotRawArray {
         /// The first 8 bytes read as a little-endian u64.
         magic: u64,
+        /// What the first bytes say the file is instead (`"a PNG image"`), if known.
+        found: Option<&'static str>,
     },
     /// Rule 3: the dims do not fit in the file.
     #[error("truncated header: ndims = {ndims} needs {needed} header bytes, file is {len} bytes")]
@@ -187,6 +187,27 @@ pub enum ErrorKind {
     /// A caller-supplied argument is invalid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The output exists, and replacing it was not asked for (`--overwrite` in `ra`,
+    /// `overwrite=True` in Python, `.overwrite(true)` in Rust).
+    #[error("file exists")]
+    Exists,
+    /// The output has other hard links, and splitting them was not asked for
+    /// (`--split-links` in `ra`, `split_links=True` in Python, `.split_links(true)`).
+    #[error(
+        "has {links} hard links; replacing it would leave the other names with the old contents"
+    )]
+    HardLinks {
+        /// The file's link count.
+        links: u64,
+    },
+}
+
+/// What `NotRawArray` says of the file it found.
+fn found_format(found: Option<&str>, magic: u64) -> String {
+    match found {
+        Some(what) => format!("it starts like {what} (magic {magic:#018x})"),
+        None => format!("magic is {magic:#018x}, expected 0x7961727261776172 (\"rawarray\")"),
+    }
 }
 
 /// The crate's error: an [`ErrorKind`] and, where there is one, the path.

@@ -132,7 +132,11 @@ impl Fixed {
         } else if magic == MAGIC.swap_bytes() {
             true
         } else {
-            return Err(ErrorKind::NotRawArray { magic }.into());
+            return Err(ErrorKind::NotRawArray {
+                magic,
+                found: crate::sniff::what(bytes),
+            }
+            .into());
         };
         Ok(Fixed {
             big,

@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::append::{append_state, AppendState};
-use crate::error::Result;
+use crate::error::{Result, ResultExt};
 use crate::header::{Encoding, Header};
+use crate::npy::NpyHeader;
 
 /// A file's header, trailer length and appending state.
 #[derive(Debug, Clone)]
@@ -87,8 +88,8 @@ impl FileInfo {
             "{{\"path\": {}, \"dtype\": {}, \"eltype\": {}, \"elbyte\": {}, \"dims\": [{}], \"count\": {}, \"bytes\": {}, \
              \"flags\": {{\"big_endian\": {}, \"compressed\": {}, \"bits\": {}, \"appending\": {}}}, \"header_bytes\": {}, \
              \"data_offset\": {}, \"metadata_bytes\": {}{append}}}",
-            json_str(&self.path.to_string_lossy()),
-            json_str(&self.type_name()),
+            crate::json::string(&self.path.to_string_lossy()),
+            crate::json::string(&self.type_name()),
             h.dtype().eltype,
             h.dtype().elbyte,
             dims.join(", "),
@@ -105,17 +106,29 @@ impl FileInfo {
     }
 }
 
-/// `s` as a JSON string literal.
-pub fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+/// Reads the header of the `.npy` file `path` (not its data).
+pub fn npy_header(path: impl AsRef<Path>) -> Result<NpyHeader> {
+    let path = path.as_ref();
+    let f = std::fs::File::open(path).map_err(crate::error::io_at("open", path))?;
+    crate::npy::read_header(&mut std::io::BufReader::new(f)).at(path)
+}
+
+/// What `ra info --json` says of a `.npy` file: keys `path, format ("npy"), version,
+/// descr, dtype, dims, count, bytes, order ("C" or "F"), data_offset`.
+pub fn npy_json(path: &Path, nh: &NpyHeader) -> Result<String> {
+    let dtype = nh.descr.dtype().at(path)?;
+    let (count, bytes) = nh.data_len().at(path)?;
+    let order = if nh.fortran_order { "F" } else { "C" };
+    let dims: Vec<String> = nh.shape.iter().map(u64::to_string).collect();
+    Ok(format!(
+        "{{\"path\": {}, \"format\": \"npy\", \"version\": \"{}.{}\", \"descr\": {}, \"dtype\": {}, \
+         \"dims\": [{}], \"count\": {count}, \"bytes\": {bytes}, \"order\": \"{order}\", \"data_offset\": {}}}",
+        crate::json::string(&path.to_string_lossy()),
+        nh.version.0,
+        nh.version.1,
+        crate::json::string(&nh.descr.to_python()),
+        crate::json::string(&dtype.name()),
+        dims.join(", "),
+        nh.data_offset
+    ))
 }

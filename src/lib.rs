@@ -48,16 +48,20 @@ pub mod fill;
 pub mod fuzzing;
 mod header;
 pub mod info;
+pub mod json;
 mod layout;
 mod mapped;
 pub mod ndl;
 pub mod npy;
 pub mod npz;
 mod owned;
+pub mod padding;
 pub mod png_io;
 #[cfg(feature = "s3")]
 pub mod remote;
 mod replace;
+pub mod sniff;
+mod sys;
 pub mod values;
 mod view;
 
@@ -73,11 +77,12 @@ pub use layout::copy_to_fortran;
 pub use mapped::{MappedNpy, MappedRa, MappedRaMut};
 pub use owned::{
     read, read_bool, read_bool_from, read_from, read_header_at, read_metadata, read_raw,
-    read_raw_from, replace_metadata, reshape, write, write_to, RawData, WriteOptions,
+    read_raw_from, replace_metadata, reshape, write, write_to, DataReader, RawData, WriteOptions,
 };
 pub use view::{view_bytes, view_data, view_data_mut};
 
-/// The README's Rust examples, compiled and run as doc tests.
+/// The README's Rust examples, compiled as doc tests (they are `no_run`: compiled,
+/// not run, since they name files that are not there).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -17,6 +17,7 @@ use crate::dtype::{check_type, DType, Element};
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::header::{Encoding, Flags, Header, FIXED_LEN};
 use crate::layout::for_each_fortran_chunk;
+use crate::padding::{Padding, ZeroPadding};
 use crate::replace::{build_file, Placement};
 use crate::view::shape_usize;
 
@@ -131,7 +132,7 @@ pub(crate) fn read_header_live(file: &File, mut len: u64) -> Result<(Header, u64
 /// nothing else is appended to).
 fn appending_on_disk(file: &File) -> bool {
     let mut fixed = [0u8; 16];
-    std::os::unix::fs::FileExt::read_exact_at(file, &mut fixed, 0).is_ok()
+    crate::sys::read_exact_at(file, &mut fixed, 0).is_ok()
         && u64::from_le_bytes(fixed[..8].try_into().unwrap_or_default()) == crate::MAGIC
         && u64::from_le_bytes(fixed[8..].try_into().unwrap_or_default()) & Flags::APPENDING != 0
 }
@@ -397,6 +398,118 @@ pub fn read_raw_from(mut r: impl Read) -> Result<RawData> {
     read_raw_impl(&mut r, None)
 }
 
+/// A file opened to be read into memory that the caller allocates (a NumPy array, a
+/// pinned buffer): [`header`](Self::header) and [`metadata`](Self::metadata) come
+/// first, so the buffer can be made to measure, then
+/// [`read_into`](Self::read_into) decodes the data straight into it.
+///
+/// ```no_run
+/// let r = rastore::DataReader::open("cube.ra")?;
+/// let mut buf = vec![0u8; r.header().nbytes() as usize];
+/// r.read_into(&mut buf)?;
+/// # Ok::<(), rastore::Error>(())
+/// ```
+pub struct DataReader {
+    path: std::path::PathBuf,
+    header: Header,
+    metadata: Vec<u8>,
+    source: Source,
+}
+
+/// Where [`DataReader`] takes the data from.
+enum Source {
+    /// Plain data at `offset` of `file`: `unit`-byte swaps, Bools to check.
+    Plain {
+        file: File,
+        offset: u64,
+        unit: usize,
+        bools: bool,
+    },
+    /// Encoded data, decoded when the file was opened.
+    Decoded(Vec<u8>),
+}
+
+impl DataReader {
+    /// Opens `path` and reads its header and trailer. Encoded files (LZ4, LEB128,
+    /// BitArrays) are decoded here; plain data is read by [`read_into`](Self::read_into).
+    pub fn open(path: impl AsRef<Path>) -> Result<DataReader> {
+        let path = path.as_ref();
+        let (file, len) = open_len(path)?;
+        let (h, len) = read_header_live(&file, len).at(path)?;
+        let (header, metadata, source) = match (h.encoding(), h.dtype().swap_unit()) {
+            (Encoding::Raw, Some(unit)) => {
+                let start = h.trailer_start(len);
+                let mut metadata = vec![0u8; (len - start) as usize];
+                crate::sys::read_exact_at(&file, &mut metadata, start)
+                    .map_err(io_at("read metadata", path))?;
+                let header = Header::new(h.dtype(), h.dims()).at(path)?;
+                let unit = if h.native_endian() { 1 } else { unit };
+                let bools = h.dtype() == DType::BOOL;
+                let offset = h.data_offset();
+                let source = Source::Plain {
+                    file,
+                    offset,
+                    unit,
+                    bools,
+                };
+                (header, metadata, source)
+            }
+            _ => {
+                drop(file);
+                let raw = crate::convert::decoded(path)?;
+                (raw.header, raw.metadata, Source::Decoded(raw.data))
+            }
+        };
+        Ok(DataReader {
+            path: path.to_path_buf(),
+            header,
+            metadata,
+            source,
+        })
+    }
+
+    /// The header of the data as [`read_into`](Self::read_into) gives it: plain, in
+    /// native byte order (a BitArray as Julia Bools, one byte each). Only elements
+    /// whose layout is unknown (big-endian user types) keep the big-endian flag.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The metadata trailer.
+    pub fn metadata(&self) -> &[u8] {
+        &self.metadata
+    }
+
+    /// Reads the data into `buf`, which must be exactly `header().nbytes()` long.
+    pub fn read_into(self, buf: &mut [u8]) -> Result<()> {
+        let path = &self.path;
+        if buf.len() as u64 != self.header.nbytes() {
+            return Err(Error::from(ErrorKind::InvalidArgument(format!(
+                "a buffer of {} bytes for {} data bytes",
+                buf.len(),
+                self.header.nbytes()
+            )))
+            .at(path));
+        }
+        match self.source {
+            Source::Decoded(data) => buf.copy_from_slice(&data),
+            Source::Plain {
+                file,
+                offset,
+                unit,
+                bools,
+            } => {
+                crate::sys::read_exact_at(&file, buf, offset).map_err(io_at("read", path))?;
+                codec::swap_bytes(buf, unit);
+                if bools {
+                    codec::check_bools(buf, 0).at(path)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// How to write a file: metadata trailer, LZ4 compression, durability.
 ///
 /// ```no_run
@@ -501,7 +614,10 @@ impl WriteOptions {
             return self.write_bytes_to(w, &header, &all);
         }
         w.write_all(&header.encode()).map_err(wr)?;
-        write_column_major(&mut w, view, budget)?;
+        match Padding::of_trailer(&self.metadata, header.dtype()) {
+            Some(pad) => write_column_major(&mut ZeroPadding::new(&mut w, &pad), view, budget)?,
+            None => write_column_major(&mut w, view, budget)?,
+        }
         w.write_all(&self.metadata).map_err(wr)?;
         w.flush().map_err(wr)
     }
@@ -547,20 +663,31 @@ impl WriteOptions {
             .into());
         }
         let wr = |e| Error::io("write", e);
+        let padding = Padding::of_trailer(&self.metadata, header.dtype());
         let packed = if self.compress {
-            Some(codec::lz4_encode(data)).filter(|p| p.len() < data.len())
+            let zeroed = padding.as_ref().map(|p| {
+                let mut v = data.to_vec();
+                p.zero_all(&mut v);
+                v
+            });
+            let plain = zeroed.as_deref().unwrap_or(data);
+            Some(codec::lz4_encode(plain)).filter(|p| p.len() < data.len())
         } else {
             None
         };
         let stored_packed = packed.is_some();
-        match packed {
-            Some(p) => {
+        match (packed, &padding) {
+            (Some(p), _) => {
                 let flags = header.flags().0 | Flags::COMPRESSED;
                 let h = header.clone().with_storage(flags, p.len() as u64);
                 w.write_all(&h.encode()).map_err(wr)?;
                 w.write_all(&p).map_err(wr)?;
             }
-            None => {
+            (None, Some(pad)) => {
+                w.write_all(&header.encode()).map_err(wr)?;
+                ZeroPadding::new(&mut w, pad).write_all(data).map_err(wr)?;
+            }
+            (None, None) => {
                 w.write_all(&header.encode()).map_err(wr)?;
                 w.write_all(data).map_err(wr)?;
             }
@@ -669,7 +796,7 @@ pub(crate) fn data_end_at(file: &File, h: &Header, len: u64) -> Result<u64> {
         return Ok(h.trailer_start(len));
     }
     let mut stored = vec![0u8; (len - h.data_offset()) as usize];
-    std::os::unix::fs::FileExt::read_exact_at(file, &mut stored, h.data_offset())
+    crate::sys::read_exact_at(file, &mut stored, h.data_offset())
         .map_err(|e| Error::io("read", e))?;
     let mut out = zeroed_for::<u8>(h.nbytes())?;
     Ok(match codec::decode_lz4_or_leb128(&stored, h, &mut out)? {
@@ -774,21 +901,26 @@ impl WriteOptions {
     }
 
     /// Gives `path` new dims with the same element count, in column-major order (the
-    /// bytes do not move: NumPy's `reshape(order='F')`). With the same number of dims
-    /// the header is rewritten in place (same length, data untouched, through any
-    /// symbolic link); otherwise the file is rewritten with the trailer kept.
+    /// bytes do not move: NumPy's `reshape(order='F')`). An NDL trailer's `shape` is
+    /// brought up to date, everything else in it kept. With the same number of dims
+    /// and a trailer that needs no change, the header is rewritten in place (same
+    /// length, data untouched, through any symbolic link); otherwise the file is
+    /// rewritten.
     pub fn reshape(&self, path: impl AsRef<Path>, dims: &[u64]) -> Result<Header> {
         let path = path.as_ref();
         let (old, _) = read_header_at(path)?;
         refuse_appending(&old).at(path)?;
         let new = old.reshaped(dims).at(path)?;
-        if new.ndims() == old.ndims() {
+        let trailer = read_metadata(path)?;
+        let updated = crate::ndl::with_shape(&trailer, &new).filter(|t| *t != trailer);
+        if let Some(t) = updated {
+            rewrite(path, self.placement(), |old| old.reshaped(dims), Some(&t))
+        } else if new.ndims() == old.ndims() {
             let f = OpenOptions::new()
                 .write(true)
                 .open(path)
                 .map_err(io_at("open read-write", path))?;
-            std::os::unix::fs::FileExt::write_all_at(&f, &new.encode(), 0)
-                .map_err(io_at("write header", path))?;
+            crate::sys::write_all_at(&f, &new.encode(), 0).map_err(io_at("write header", path))?;
             Ok(new)
         } else {
             rewrite(path, self.placement(), |old| old.reshaped(dims), None)

@@ -4,8 +4,12 @@
 //! and Pillow, MATLAB and Julia show: grayscale is dims `[height, width]`; gray+alpha,
 //! RGB and RGBA are `[height, width, channels]`, so pixel (x, y) is `v[[y, x]]` or
 //! `v[[y, x, c]]`. PNG stores rows one after another and RawArray the first dim
-//! fastest, so both directions transpose. Palette and sub-byte images are expanded to
-//! 8 bits. Writing a PNG from any other element type scales min..max to 0..255 in
+//! fastest, so both directions transpose. Where Pillow's `np.asarray` gives something
+//! else, the image is expanded as Pillow's `convert` would: a palette image to RGB
+//! (`convert('RGB')`), or RGBA when the palette has transparency (`convert('RGBA')`);
+//! 1-, 2- and 4-bit gray to 8 bits, 0..255 (`convert('L')`; Pillow shows 1-bit images
+//! as bool); a gray or RGB image with a transparent colour (`tRNS`) gains an alpha
+//! channel (`convert('LA')`, `convert('RGBA')`). Writing a PNG from any other element type scales min..max to 0..255 in
 //! grayscale.
 //!
 //! Decoding sizes nothing from the image header alone: rows are collected as they

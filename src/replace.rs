@@ -133,12 +133,7 @@ impl NewFile {
                 );
             }
             if m.nlink() > 1 && !how.split_links {
-                return Err(Error::from(ErrorKind::InvalidArgument(format!(
-                    "has {} hard links; replacing it would leave the other names with the old \
-                     contents (pass --split-links to replace this name only)",
-                    m.nlink()
-                )))
-                .at(path));
+                return Err(Error::from(ErrorKind::HardLinks { links: m.nlink() }).at(path));
             }
         }
         let dir = parent_dir(&target);
@@ -151,7 +146,7 @@ impl NewFile {
                     .write(true)
                     .create_new(true)
                     .open(&tmp)
-                    .map_err(io_at("create a temporary file beside", path))?;
+                    .map_err(|e| not_created(e, dir).at(path))?;
                 (f, Some(tmp))
             }
         };
@@ -247,10 +242,17 @@ pub(crate) fn refuse_existing(path: &Path, how: Placement) -> Result<()> {
 }
 
 fn exists(path: &Path) -> Error {
-    Error::from(ErrorKind::InvalidArgument(
-        "file exists; pass --overwrite to replace it".into(),
-    ))
-    .at(path)
+    Error::from(ErrorKind::Exists).at(path)
+}
+
+/// Why a new file could not be made in `dir`: most often, there is no such folder.
+fn not_created(e: io::Error, dir: &Path) -> Error {
+    if e.kind() == io::ErrorKind::NotFound && !dir.is_dir() {
+        let why = format!("the folder {} does not exist", dir.display());
+        Error::io("create", io::Error::new(io::ErrorKind::NotFound, why))
+    } else {
+        Error::io("create a file in its folder", e)
+    }
 }
 
 fn refused(e: io::Error, path: &Path) -> Error {
@@ -327,7 +329,7 @@ mod tests {
         // Refusing an existing file by link.
         let keep = Placement::default();
         let e = NewFile::beside_as(&target, keep, false).err().unwrap();
-        assert!(e.to_string().contains("--overwrite"), "{e}");
+        assert!(matches!(e.kind(), ErrorKind::Exists), "{e}");
         fs::remove_dir_all(&dir).unwrap();
     }
 }

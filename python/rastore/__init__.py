@@ -125,19 +125,25 @@ class MappedFile(_rastore.MappedFileCore):
     """A mapping of a ``.ra`` file: ``MappedFile(path, mode="r", slab=None)``.
 
     ``mode="r+"`` maps it read-write; ``slab=(start, stop)`` maps only that range of the
-    last axis (read-write). ``.array`` is the NumPy array over the mapping, with this
-    object as its ``base``. ``close()`` unmaps, and raises ``BufferError`` while an array
-    over the mapping is alive; a ``with`` block closes on exit. Pickling sends the path,
-    mode and slab, so that another process maps the file again instead of copying it.
+    last axis (read-write). A ``.npy`` file (told by its first bytes) is mapped read-only,
+    in its own order and byte order. ``.array`` is the NumPy array over the mapping, with
+    this object as its ``base``. ``close()`` unmaps, and raises ``BufferError`` while an
+    array over the mapping is alive; a ``with`` block closes on exit. Pickling sends the
+    path (made absolute when the file was mapped), mode and slab, so that another
+    process, in any folder, maps the file again instead of copying it.
     """
 
     @property
     def array(self):
-        """The array over the mapping: shape == dims, Fortran-ordered, read-only unless
-        mapped with ``mode="r+"``. Constant time whatever the size."""
+        """The array over the mapping: shape == dims, Fortran-ordered (a ``.npy`` in its
+        own order), read-only unless mapped with ``mode="r+"``. Constant time whatever
+        the size."""
         return self._export(self._numpy_dtype())
 
     def _numpy_dtype(self):
+        descr = self._npy_descr()
+        if descr is not None:
+            return np.lib.format.descr_to_dtype(ast.literal_eval(descr))
         eltype, elbyte, bits = self._type()
         if bits:
             return np.dtype("?")
@@ -158,7 +164,7 @@ class MappedFile(_rastore.MappedFileCore):
         return False
 
     def __reduce__(self):
-        return (MappedFile, (self.path, self.mode, self.slab))
+        return (MappedFile, (self._absolute, self.mode, self.slab))
 
     def __repr__(self):
         state = "closed" if self.closed else self.mode
@@ -168,8 +174,10 @@ class MappedFile(_rastore.MappedFileCore):
 
 def open(path):
     """The array in ``path``, read-only, over a mapping of the file (no copy, constant
-    time). Files whose data cannot be used in place (big-endian, compressed, BitArray)
-    raise ``rastore.Error``; ``read`` decodes them."""
+    time). A ``.ra`` file, or a ``.npy`` (as ``np.load(path, mmap_mode="r")`` gives it,
+    in C or Fortran order and its own byte order). ``.ra`` files whose data cannot be
+    used in place (big-endian, compressed, BitArray) raise ``rastore.Error``; ``read``
+    decodes them."""
     return MappedFile(os.fspath(path)).array
 
 
@@ -179,33 +187,49 @@ def open_slab(path, start, stop):
     return MappedFile(os.fspath(path), "r+", (start, stop)).array
 
 
-def create(path, dtype, shape, *, overwrite=False):
+def create(path, dtype, shape, *, overwrite=False, split_links=False):
     """Creates ``path`` zeroed at full size (space reserved) and returns it as a
     writeable array over a mapping. ``flush()`` on its ``base`` makes the stores
-    durable."""
+    durable. An existing ``path`` raises ``FileExistsError`` unless ``overwrite``; one
+    with other hard links is refused unless ``split_links`` (only this name is then
+    replaced)."""
     dtype = np.dtype(dtype)
     eltype, elbyte, descr = _raw_type(dtype)
     dims = [int(d) for d in (shape if np.iterable(shape) else (shape,))]
     trailer = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
-    _rastore.create_file(os.fspath(path), eltype, elbyte, dims, overwrite, trailer)
+    _rastore.create_file(os.fspath(path), eltype, elbyte, dims, overwrite, trailer, split_links)
     return MappedFile(os.fspath(path), "r+").array
 
 
+def _allocator(path):
+    """For ``read``: a new Fortran-ordered array of the file's type and dims, and its
+    bytes as a flat view to read into."""
+
+    def allocate(eltype, elbyte, dims, trailer):
+        dtype = _numpy_dtype(eltype, elbyte, trailer)
+        try:
+            out = np.empty(dims, dtype, order="F")
+        except (ValueError, MemoryError) as e:
+            raise Error(f"{path}: NumPy cannot hold dims {dims} of {dtype}: {e}") from None
+        return out, out.T.reshape(-1).view(np.uint8)
+
+    return allocate
+
+
 def read(path):
-    """An owned copy of the array in ``path``, for every file rastore reads: compressed,
-    big-endian and BitArray files are decoded."""
-    eltype, elbyte, dims, data, trailer = _rastore.read(os.fspath(path))
-    dtype = _numpy_dtype(eltype, elbyte, trailer)
-    try:
-        return data.view(dtype).reshape(dims, order="F")
-    except ValueError as e:
-        raise Error(f"{os.fspath(path)}: NumPy cannot hold dims {dims} of {dtype}: {e}") from None
+    """A copy of the array in ``path``, in memory NumPy allocates and the array owns
+    (``flags.owndata``), for every file rastore reads: compressed, big-endian and
+    BitArray files are decoded. The data is read straight into the new array."""
+    path = os.fspath(path)
+    return _rastore.read(path, _allocator(path))
 
 
-def write(path, array, *, compress=False, metadata=None, durable=False):
+def write(path, array, *, compress=False, metadata=None, durable=False, split_links=False):
     """Writes ``array`` (any layout, 0-d and empty included) to ``path`` atomically: the
     file is built out of sight and named when complete. ``metadata`` (bytes or str)
-    becomes the trailer; ``compress`` stores LZ4; ``durable`` syncs before naming."""
+    becomes the trailer; ``compress`` stores LZ4; ``durable`` syncs before naming; a
+    ``path`` with other hard links is refused unless ``split_links``. The padding bytes
+    of structured types are written as zeros."""
     a = _native(np.asarray(array))
     eltype, elbyte, descr = _raw_type(a.dtype)
     dims = list(a.shape)
@@ -213,17 +237,20 @@ def write(path, array, *, compress=False, metadata=None, durable=False):
         metadata = metadata.encode()
     if metadata is None:
         metadata = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
-    _rastore.write(os.fspath(path), eltype, elbyte, dims, _fortran_bytes(a), compress, bytes(metadata), durable)
+    _rastore.write(
+        os.fspath(path), eltype, elbyte, dims, _fortran_bytes(a), compress, bytes(metadata), durable,
+        split_links,
+    )
 
 
 def info(path):
-    """What ``ra info --json`` says of ``path``, as a dict."""
+    """What ``ra info --json`` says of ``path`` (a ``.ra`` or ``.npy``), as a dict."""
     return json.loads(_rastore.info_json(os.fspath(path)))
 
 
-def convert(input, output, *, compress=False, overwrite=False):
+def convert(input, output, *, compress=False, overwrite=False, split_links=False):
     """``ra convert``: between ``.ra``, ``.npy`` and ``.png``, by extension."""
-    _rastore.convert(os.fspath(input), os.fspath(output), compress, overwrite)
+    _rastore.convert(os.fspath(input), os.fspath(output), compress, overwrite, split_links)
 
 
 class Appender(_rastore.AppenderCore):

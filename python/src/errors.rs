@@ -1,5 +1,5 @@
 //! `rastore.Error` and how Rust errors become Python ones: the message is the Rust one
-//! (path, field, numbers) either way.
+//! (path, field, numbers) either way, with what to do named in Python's terms.
 
 use pyo3::exceptions::{PyFileExistsError, PyFileNotFoundError, PyOSError, PyPermissionError};
 use pyo3::PyErr;
@@ -12,19 +12,36 @@ pyo3::create_exception!(
     "A bad file or a refused operation; the message names the path, the field and the numbers."
 );
 
-/// OS failures become the matching `OSError` subclass (with `errno`), everything else
-/// `rastore.Error`.
+/// `EEXIST`, the same number on every platform rastore runs on.
+const EEXIST: i32 = 17;
+
+/// OS failures become the matching `OSError` subclass, with `errno`, `strerror` (the
+/// Rust message without the path) and `filename` set; everything else `rastore.Error`.
 pub fn to_py(e: rastore::Error) -> PyErr {
-    let msg = e.to_string();
-    let ErrorKind::Io { source, .. } = e.kind() else {
-        return Error::new_err(msg);
-    };
-    let args = (source.raw_os_error().unwrap_or(0), msg);
-    match source.kind() {
-        std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(args),
-        std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(args),
-        std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(args),
-        _ => PyOSError::new_err(args),
+    let filename = e.path().map(|p| p.to_string_lossy().into_owned());
+    match e.kind() {
+        ErrorKind::Io { source, .. } => {
+            let args = (
+                source.raw_os_error().unwrap_or(0),
+                e.kind().to_string(),
+                filename,
+            );
+            match source.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(args),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(args),
+                std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(args),
+                _ => PyOSError::new_err(args),
+            }
+        }
+        ErrorKind::Exists => PyFileExistsError::new_err((
+            EEXIST,
+            "file exists; pass overwrite=True to replace it",
+            filename,
+        )),
+        ErrorKind::HardLinks { .. } => Error::new_err(format!(
+            "{e}; pass split_links=True to replace this name only"
+        )),
+        _ => Error::new_err(e.to_string()),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rastore::convert::ConvertOptions;
@@ -31,33 +31,29 @@ pub fn bytes_of<'a>(data: &'a PyReadonlyArray1<'_, u8>) -> PyResult<&'a [u8]> {
 }
 
 /// Every file the Rust reader accepts, decoded to native order (a BitArray to one
-/// byte per Bool): `(eltype, elbyte, dims, data, trailer)`, the data a `uint8` array
-/// that owns the decoded bytes without another copy.
+/// byte per Bool), into memory that NumPy allocates: `allocate(eltype, elbyte, dims,
+/// trailer)` returns `(array, its bytes as a flat uint8 view)`, and the data is read
+/// into the view with the GIL released. Returns the array.
 #[pyfunction]
-#[allow(clippy::type_complexity)]
 fn read<'py>(
     py: Python<'py>,
     path: PathBuf,
-) -> PyResult<(
-    u64,
-    u64,
-    Vec<u64>,
-    Bound<'py, PyArray1<u8>>,
-    Bound<'py, PyBytes>,
-)> {
-    let raw = py
-        .detach(|| rastore::convert::decoded(&path))
+    allocate: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let reader = py
+        .detach(|| rastore::DataReader::open(&path))
         .map_err(to_py)?;
-    let h = &raw.header;
+    let (h, trailer) = (reader.header(), PyBytes::new(py, reader.metadata()));
     let (dtype, dims) = (h.dtype(), h.dims().to_vec());
-    let trailer = PyBytes::new(py, &raw.metadata);
-    Ok((
-        dtype.eltype,
-        dtype.elbyte,
-        dims,
-        PyArray1::from_vec(py, raw.data),
-        trailer,
-    ))
+    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) = allocate
+        .call1((dtype.eltype, dtype.elbyte, dims, trailer))?
+        .extract()?;
+    let mut bytes = bytes.readwrite();
+    let buf = bytes
+        .as_slice_mut()
+        .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
+    py.detach(|| reader.read_into(buf)).map_err(to_py)?;
+    Ok(array)
 }
 
 /// Writes column-major `data` as a file of `dims` and type `(eltype, elbyte)`,
@@ -74,6 +70,7 @@ fn write(
     compress: bool,
     metadata: Vec<u8>,
     durable: bool,
+    split_links: bool,
 ) -> PyResult<()> {
     let bytes = bytes_of(&data)?;
     py.detach(|| {
@@ -82,6 +79,7 @@ fn write(
             .compress(compress)
             .metadata(metadata)
             .durable(durable)
+            .split_links(split_links)
             .write_bytes(&path, &header, bytes)
     })
     .map_err(to_py)
@@ -89,6 +87,7 @@ fn write(
 
 /// Creates a zeroed file at full size, space reserved, for a writeable mapping.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
 fn create_file(
     py: Python<'_>,
     path: PathBuf,
@@ -97,10 +96,12 @@ fn create_file(
     dims: Vec<u64>,
     overwrite: bool,
     metadata: Vec<u8>,
+    split_links: bool,
 ) -> PyResult<()> {
     py.detach(|| {
         CreateOptions::new()
             .overwrite(overwrite)
+            .split_links(split_links)
             .metadata(metadata)
             .create_file(&path, DType { eltype, elbyte }, &dims)
     })
@@ -108,12 +109,14 @@ fn create_file(
     .map_err(to_py)
 }
 
-/// `ra info --json` of a `.ra` file.
+/// `ra info --json` of a `.ra` or `.npy` file.
 #[pyfunction]
 fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    py.detach(|| rastore::info::info(&path))
-        .map(|i| i.to_json())
-        .map_err(to_py)
+    py.detach(|| match rastore::info::npy_header(&path) {
+        Ok(nh) => rastore::info::npy_json(&path, &nh),
+        Err(_) => rastore::info::info(&path).map(|i| i.to_json()),
+    })
+    .map_err(to_py)
 }
 
 /// `ra convert`: between `.ra`, `.npy` and `.png` by extension.
@@ -124,10 +127,12 @@ fn convert(
     output: PathBuf,
     compress: bool,
     overwrite: bool,
+    split_links: bool,
 ) -> PyResult<()> {
     let options = ConvertOptions::new()
         .compress(compress)
-        .overwrite(overwrite);
+        .overwrite(overwrite)
+        .split_links(split_links);
     py.detach(|| rastore::convert::convert(&input, &output, &options, &mut |_, _| ()))
         .map(drop)
         .map_err(to_py)

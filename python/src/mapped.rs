@@ -14,13 +14,14 @@ use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyWeakrefMethods, PyWeakrefReference};
-use rastore::{Encoding, ErrorKind, Header, MappedRa, MappedRaMut, ViewRefusal};
+use rastore::{Encoding, ErrorKind, Header, MappedNpy, MappedRa, MappedRaMut, ViewRefusal};
 
 use crate::errors::{error, to_py};
 
 enum Map {
     Read(MappedRa),
     Write(MappedRaMut),
+    Npy(MappedNpy),
     Closed,
 }
 
@@ -29,9 +30,30 @@ enum Map {
 pub struct MappedFileCore {
     map: Map,
     path: PathBuf,
+    /// The path made absolute when the file was mapped: what a pickle carries, so that
+    /// a process in another folder maps the same file.
+    absolute: PathBuf,
     slab: Option<(u64, u64)>,
     /// Weak references to the arrays exported over the mapping.
     exports: Vec<Py<PyWeakrefReference>>,
+}
+
+/// Where the array over a mapping lies and how it is laid out.
+struct Region {
+    ptr: *mut u8,
+    len: usize,
+    dims: Vec<u64>,
+    writeable: bool,
+    /// Column-major (`.ra`, Fortran-order `.npy`), else row-major.
+    fortran: bool,
+}
+
+/// Whether `path` starts like a `.npy` file.
+fn is_npy(path: &std::path::Path) -> bool {
+    let mut magic = [0u8; 6];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok_and(|()| rastore::sniff::is_npy(&magic))
 }
 
 /// Why the data cannot be used in place, if it cannot.
@@ -45,9 +67,19 @@ fn refusal(h: &Header) -> Option<ViewRefusal> {
 }
 
 impl MappedFileCore {
-    /// Address, length in bytes, dims and writability of the array over the mapping.
-    fn region(&mut self) -> PyResult<(*mut u8, usize, Vec<u64>, bool)> {
+    /// Where the array over the mapping lies, its dims and layout.
+    fn region(&mut self) -> PyResult<Region> {
         let (header, slab, ptr, len, writeable) = match &mut self.map {
+            Map::Npy(m) => {
+                let d = m.data_bytes();
+                return Ok(Region {
+                    ptr: d.as_ptr().cast_mut(),
+                    len: d.len(),
+                    dims: m.header().shape.clone(),
+                    writeable: false,
+                    fortran: m.header().fortran_order,
+                });
+            }
             Map::Read(m) => {
                 let d = m.data_bytes();
                 (
@@ -79,7 +111,13 @@ impl MappedFileCore {
         if let (Some(r), Some(last)) = (slab, dims.last_mut()) {
             *last = r.end - r.start;
         }
-        Ok((ptr, len, dims, writeable))
+        Ok(Region {
+            ptr,
+            len,
+            dims,
+            writeable,
+            fortran: true,
+        })
     }
 
     fn live_exports(&mut self, py: Python<'_>) -> usize {
@@ -91,10 +129,25 @@ impl MappedFileCore {
 #[pymethods]
 impl MappedFileCore {
     /// Maps `path`: read-only (`mode="r"`), or read-write (`"r+"`), the whole array or
-    /// the `slab = (start, stop)` range of its last axis.
+    /// the `slab = (start, stop)` range of its last axis. A `.npy` file (told by its
+    /// first bytes) is mapped read-only, in the order it is stored.
     #[new]
     #[pyo3(signature = (path, mode = "r", slab = None))]
     fn new(py: Python<'_>, path: PathBuf, mode: &str, slab: Option<(u64, u64)>) -> PyResult<Self> {
+        let absolute = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+        if (mode, slab) == ("r", None) && is_npy(&path) {
+            // SAFETY: as for `.ra` files below: np.load(mmap_mode="r")'s contract.
+            let map = py
+                .detach(|| unsafe { MappedNpy::open(&path) })
+                .map_err(to_py)?;
+            return Ok(MappedFileCore {
+                map: Map::Npy(map),
+                path,
+                absolute,
+                slab,
+                exports: Vec::new(),
+            });
+        }
         let map = match (mode, slab) {
             // SAFETY: the package's documented contract, as np.memmap's: no other program
             // truncates or rewrites the file in place while it is mapped (rastore's own
@@ -113,6 +166,7 @@ impl MappedFileCore {
         Ok(MappedFileCore {
             map,
             path,
+            absolute,
             slab,
             exports: Vec::new(),
         })
@@ -125,7 +179,13 @@ impl MappedFileCore {
         dtype: &Bound<'py, PyArrayDescr>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        let (ptr, len, dims, writeable) = slf.borrow_mut().region()?;
+        let Region {
+            ptr,
+            len,
+            dims,
+            writeable,
+            fortran,
+        } = slf.borrow_mut().region()?;
         let path = slf.borrow().path.clone();
         let itemsize = dtype.itemsize() as u64;
         rastore::npy::check_numpy_shape(&dims, itemsize).map_err(|e| {
@@ -143,15 +203,20 @@ impl MappedFileCore {
         }
         // check_numpy_shape bounded every extent and the byte count by 2^63 - 1.
         let mut shape: Vec<npy_intp> = dims.iter().map(|&d| d as npy_intp).collect();
-        let mut strides: Vec<npy_intp> = Vec::with_capacity(dims.len());
+        let mut strides: Vec<npy_intp> = vec![0; dims.len()];
         let mut stride = itemsize as npy_intp;
-        for &d in &dims {
-            strides.push(stride);
-            stride = stride.saturating_mul(d.max(1) as npy_intp);
+        let order: Vec<usize> = if fortran {
+            (0..dims.len()).collect()
+        } else {
+            (0..dims.len()).rev().collect()
+        };
+        for i in order {
+            strides[i] = stride;
+            stride = stride.saturating_mul(dims[i].max(1) as npy_intp);
         }
         let flags: c_int = if writeable { NPY_ARRAY_WRITEABLE } else { 0 };
         // SAFETY: FFI into NumPy's C API with the GIL held. `ptr` points at `len` mapped
-        // bytes, exactly the `Π shape × itemsize` the shape and Fortran strides reach;
+        // bytes, exactly the `Π shape × itemsize` the shape and the strides reach;
         // the mapping stays valid while the array lives because the array's base (set
         // next) is this object, and `close` refuses while the array is alive. The descr
         // reference passed is a new one, which NumPy steals.
@@ -221,7 +286,7 @@ impl MappedFileCore {
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         match &self.map {
             Map::Write(m) => py.detach(|| m.flush()).map_err(to_py),
-            Map::Read(_) => Ok(()),
+            Map::Read(_) | Map::Npy(_) => Ok(()),
             Map::Closed => Err(error(format!(
                 "{}: the mapping is closed",
                 self.path.display()
@@ -235,12 +300,26 @@ impl MappedFileCore {
         self.path.to_string_lossy().into_owned()
     }
 
+    /// The path made absolute when the file was mapped (what a pickle carries).
+    #[getter]
+    fn _absolute(&self) -> String {
+        self.absolute.to_string_lossy().into_owned()
+    }
+
     /// `"r"` or `"r+"`.
     #[getter]
     fn mode(&self) -> &'static str {
         match self.map {
-            Map::Read(_) => "r",
+            Map::Read(_) | Map::Npy(_) => "r",
             _ => "r+",
+        }
+    }
+
+    /// The NumPy descr of a mapped `.npy` (as Python source), else `None`.
+    fn _npy_descr(&self) -> Option<String> {
+        match &self.map {
+            Map::Npy(m) => Some(m.header().descr.to_python()),
+            _ => None,
         }
     }
 
@@ -255,6 +334,7 @@ impl MappedFileCore {
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         match &self.map {
             Map::Read(m) => Ok(PyBytes::new(py, m.metadata())),
+            Map::Npy(_) => Ok(PyBytes::new(py, b"")),
             _ => {
                 let t = py
                     .detach(|| rastore::read_metadata(&self.path))
@@ -269,6 +349,11 @@ impl MappedFileCore {
         let h = match &self.map {
             Map::Read(m) => m.header(),
             Map::Write(m) => m.header(),
+            Map::Npy(_) => {
+                return Err(error(
+                    "a .npy mapping has a NumPy descr, not a RawArray type",
+                ))
+            }
             Map::Closed => {
                 return Err(error(format!(
                     "{}: the mapping is closed",
@@ -282,7 +367,7 @@ impl MappedFileCore {
 
     /// Address and length of the mapped data (for the zero-copy tests).
     fn _data_range(&mut self) -> PyResult<(usize, usize)> {
-        let (ptr, len, _, _) = self.region()?;
-        Ok((ptr as usize, len))
+        let r = self.region()?;
+        Ok((r.ptr as usize, r.len))
     }
 }

@@ -127,6 +127,6 @@ def test_os_errors_stay_os_errors(tmp_path):
     assert issubclass(rastore.Error, ValueError)
     p = tmp_path / "e.ra"
     rastore.create(p, "f4", (2, 2))
-    with pytest.raises(rastore.Error, match="file exists"):
+    with pytest.raises(FileExistsError, match="file exists"):
         rastore.create(p, "f4", (2, 2))
     assert rastore.create(p, "f4", 5, overwrite=True).shape == (5,)

@@ -36,6 +36,7 @@ use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::header::{Encoding, Flags, Header};
 use crate::layout::for_each_fortran_chunk;
 use crate::owned::read_header_at_start;
+use crate::padding::Padding;
 use crate::replace::{build_file, Placement};
 
 /// Most dims a file can have and be appended to: the header's `size` and dims then lie
@@ -155,6 +156,8 @@ pub struct Appender {
     reserved_to: u64,
     /// The file's trailer, put back after the data when appending ends.
     trailer: Vec<u8>,
+    /// The padding of structured elements the trailer describes, written as zeros.
+    padding: Option<Padding>,
     closed: bool,
 }
 
@@ -268,6 +271,7 @@ impl Appender {
             durable: options.durable,
             reserve: options.reserve,
             reserved_to: data_end,
+            padding: Padding::of_trailer(&trailer, header.dtype()),
             trailer,
             closed: false,
             path: path.to_path_buf(),
@@ -396,9 +400,20 @@ impl Appender {
         let start = self.write_end();
         let end = start + self.frame_bytes * k;
         self.reserve_to(end)?;
-        let (file, path) = (&self.file, &self.path);
+        let (file, path, padding) = (&self.file, &self.path, &self.padding);
+        let data_offset = self.data_offset();
         let mut at = start;
+        let mut zeroed = Vec::new();
         let result = fill(&mut |bytes: &[u8]| {
+            let bytes = match padding {
+                Some(pad) => {
+                    zeroed.clear();
+                    zeroed.extend_from_slice(bytes);
+                    pad.zero(&mut zeroed, at - data_offset);
+                    &zeroed[..]
+                }
+                None => bytes,
+            };
             file.write_all_at(bytes, at)
                 .map_err(io_at("append", path))?;
             at += bytes.len() as u64;
@@ -502,7 +517,7 @@ impl Appender {
         }
         let header = Header::new(self.dtype, &self.dims)?;
         let eof = close_file(&self.file, &self.path, &header, &self.trailer, self.durable)?;
-        release(&self.file, eof, self.reserved_to);
+        release(&self.file, eof);
         Ok(())
     }
 }
@@ -562,15 +577,10 @@ fn close_file(
     }
 }
 
-/// Gives back the space reserved past the end of the file (best effort: a file
-/// system that cannot punch holes keeps it until the file is deleted).
-fn release(file: &File, eof: u64, reserved_to: u64) {
-    if reserved_to > eof {
-        let _ = rustix::fs::fallocate(
-            file,
-            FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
-            eof,
-            reserved_to - eof,
-        );
-    }
+/// Gives back the space reserved past the end of the file, `eof` long. Truncating a
+/// file to its own length frees the blocks allocated beyond it (ext4, XFS and btrfs
+/// all do); punching a hole past the end frees nothing on ext4. Best effort: the length
+/// does not change, so no reader can tell.
+fn release(file: &File, eof: u64) {
+    let _ = file.set_len(eof);
 }

@@ -106,8 +106,7 @@ pub(super) fn repair(file: &File, path: &Path, h: &Header, len: u64) -> Result<R
         Err(e) => return Err(Error::io("read", e).at(sidecar)),
     };
     let eof = close_file(file, path, h, &trailer, true)?;
-    // Space an appender reserved past the end is unknown here: release up to 1 TiB.
-    release(file, eof, eof + (1 << 40));
+    release(file, eof);
     Ok(Recovery {
         repaired: true,
         frames: frames(h),

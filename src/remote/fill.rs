@@ -17,7 +17,8 @@ use super::client::{remote_err, runtime, store, RemoteOptions, S3Url, MIN_PART_B
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result, ResultExt};
 use crate::header::Header;
-use crate::info::json_str;
+use crate::json::string as json_str;
+use crate::padding::Padding;
 
 /// S3's limits: parts per upload, bytes per part.
 const MAX_PARTS: u64 = 10_000;
@@ -126,7 +127,12 @@ impl FillToken {
     /// Uploads part `part` from `data`, the plain column-major bytes of its frames
     /// (taken, not copied); returns the part's ETag, for [`complete`](Self::complete).
     /// Parts may be put from many threads or processes at once.
-    pub fn put_part(&self, part: u64, data: Vec<u8>, options: &RemoteOptions) -> Result<String> {
+    pub fn put_part(
+        &self,
+        part: u64,
+        mut data: Vec<u8>,
+        options: &RemoteOptions,
+    ) -> Result<String> {
         let frames = self.frames(part)?;
         let header = self.header()?;
         let frame_bytes = header.nbytes().checked_div(self.frame_count()).unwrap_or(0);
@@ -137,6 +143,9 @@ impl FillToken {
                 data.len()
             ))
             .into());
+        }
+        if let Some(pad) = Padding::of_trailer(&self.trailer, self.dtype) {
+            pad.zero(&mut data, frames.start * frame_bytes);
         }
         let mut pieces: Vec<Bytes> = Vec::new();
         if part == 1 {

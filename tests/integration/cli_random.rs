@@ -337,3 +337,216 @@ fn mutated_files_through_every_subcommand() {
         "the mutations hit both paths"
     );
 }
+
+/// Values a random array is made of: negatives, signed zeros, NaN, infinities and the
+/// extremes of 64-bit integers, and neighbours that a tolerance may or may not cover.
+trait Sample: rastore::Element + Copy {
+    /// One value drawn by `rng`.
+    fn draw(rng: &mut Rng) -> Self;
+    /// A value near `self` (or equal, or far).
+    fn near(self, rng: &mut Rng) -> Self;
+}
+
+fn float_draw(rng: &mut Rng) -> f64 {
+    let special = [
+        0.0,
+        -0.0,
+        f64::NAN,
+        f64::INFINITY,
+        -f64::INFINITY,
+        1.0,
+        -1.0,
+    ];
+    if rng.below(4) == 0 {
+        special[rng.below(special.len())]
+    } else {
+        let mantissa = (rng.next() % 2_000_001) as f64 / 1e6 - 1.0;
+        mantissa * 10f64.powi(rng.below(12) as i32 - 4)
+    }
+}
+
+fn float_near(x: f64, rng: &mut Rng) -> f64 {
+    match rng.below(20) {
+        0..=11 => x,
+        12 | 13 => x * (1.0 + 10f64.powi(-(1 + rng.below(9) as i32)) * (rng.below(3) as f64 - 1.0)),
+        14 | 15 => x + 10f64.powi(-(rng.below(6) as i32)),
+        16..=18 if x == 0.0 => -x,
+        16 | 17 => x * (1.0 + 1e-7),
+        _ => float_draw(rng),
+    }
+}
+
+impl Sample for f64 {
+    fn draw(rng: &mut Rng) -> Self {
+        float_draw(rng)
+    }
+    fn near(self, rng: &mut Rng) -> Self {
+        float_near(self, rng)
+    }
+}
+
+impl Sample for f32 {
+    fn draw(rng: &mut Rng) -> Self {
+        float_draw(rng) as f32
+    }
+    fn near(self, rng: &mut Rng) -> Self {
+        float_near(f64::from(self), rng) as f32
+    }
+}
+
+impl Sample for rastore::num_complex::Complex<f64> {
+    fn draw(rng: &mut Rng) -> Self {
+        Self::new(float_draw(rng), float_draw(rng))
+    }
+    fn near(self, rng: &mut Rng) -> Self {
+        Self::new(float_near(self.re, rng), float_near(self.im, rng))
+    }
+}
+
+macro_rules! int_sample {
+    ($($t:ty),*) => {$(
+        impl Sample for $t {
+            fn draw(rng: &mut Rng) -> Self {
+                let special = [<$t>::MIN, <$t>::MAX, <$t>::MAX - 1, 0, 1];
+                if rng.below(3) == 0 {
+                    special[rng.below(special.len())]
+                } else {
+                    rng.next() as $t
+                }
+            }
+            fn near(self, rng: &mut Rng) -> Self {
+                match rng.below(10) {
+                    0..=6 => self,
+                    7 | 8 => self.wrapping_add((rng.below(5) as $t).wrapping_sub(2)),
+                    _ => Self::draw(rng),
+                }
+            }
+        }
+    )*};
+}
+int_sample!(i64, u64, i8, u16);
+
+/// Writes `a` as a C-order `.npy`, the judge's copy.
+fn write_npy<T: rastore::Element>(path: &Path, a: &ndarray::ArrayD<T>) {
+    let shape: Vec<u64> = a.shape().iter().map(|&d| d as u64).collect();
+    let descr = Descr::for_dtype(T::DTYPE).unwrap();
+    let mut f = NpyHeader::encode(&descr, false, &shape);
+    let c = a.as_standard_layout();
+    f.extend_from_slice(bytemuck::cast_slice(c.as_slice().unwrap()));
+    std::fs::write(path, f).unwrap();
+}
+
+/// One case of [`diff_agrees_with_numpys_allclose`]: two arrays of `T`, `b` near `a`,
+/// written as `.ra` for `ra diff` (b as a C-order `.npy` half the time) and as `.npy`
+/// for the judge; returns the `ra diff` arguments and the judge's line.
+fn diff_case<T: Sample>(dir: &Path, k: usize, rng: &mut Rng) -> (Vec<String>, String) {
+    let n = 1 + rng.below(9);
+    let shape = if n % 3 == 0 && rng.below(2) == 0 {
+        vec![3, n / 3]
+    } else {
+        vec![n]
+    };
+    let a = ndarray::ArrayD::from_shape_simple_fn(ndarray::IxDyn(&shape), || T::draw(rng));
+    let b = a.mapv(|x| x.near(rng));
+    let p = |n: &str| dir.join(format!("{k}{n}"));
+    rastore::write(p("a.ra"), &a).unwrap();
+    write_npy(&p("a.npy"), &a);
+    write_npy(&p("b.npy"), &b);
+    let b_input = if rng.below(2) == 0 {
+        rastore::write(p("b.ra"), &b).unwrap();
+        p("b.ra")
+    } else {
+        p("b.npy")
+    };
+    let rtol = [0.0, 1e-9, 1e-5, 1e-2, 0.5][rng.below(5)];
+    let atol = [0.0, 1e-12, 1e-3, 1.0, 100.0][rng.below(5)];
+    let equal_nan = rng.below(2) == 0;
+    let mut args = vec![
+        "diff".to_string(),
+        p("a.ra").to_string_lossy().into_owned(),
+        b_input.to_string_lossy().into_owned(),
+        format!("--rtol={rtol:e}"),
+        format!("--atol={atol:e}"),
+    ];
+    if equal_nan {
+        args.push("--equal-nan".into());
+    }
+    let judge = format!(
+        "{} {} {rtol:e} {atol:e} {}",
+        p("a.npy").display(),
+        p("b.npy").display(),
+        u8::from(equal_nan)
+    );
+    (args, judge)
+}
+
+/// `ra diff` says "equal" exactly when NumPy's `allclose(a, b, rtol, atol, equal_nan)`
+/// does, on random arrays with negatives, signed zeros, NaN, infinities and 64-bit
+/// extremes. Floats are judged by NumPy in float64 (which holds every float32 exactly);
+/// integers by NumPy's formula in exact arithmetic (NumPy itself rounds them through
+/// float64, which cannot tell 2^64 - 1 from 2^64 - 2: ra does not round them).
+#[test]
+fn diff_agrees_with_numpys_allclose() {
+    if !crate::common::python_has("numpy") {
+        return;
+    }
+    let dir = tmp();
+    let mut rng = Rng(SEED ^ 0xd1ff);
+    let mut cases = Vec::new();
+    for k in 0..160 {
+        cases.push(match k % 8 {
+            0 => diff_case::<f64>(dir.path(), k, &mut rng),
+            1 | 2 => diff_case::<f32>(dir.path(), k, &mut rng),
+            3 => diff_case::<rastore::num_complex::Complex<f64>>(dir.path(), k, &mut rng),
+            4 => diff_case::<i64>(dir.path(), k, &mut rng),
+            5 => diff_case::<u64>(dir.path(), k, &mut rng),
+            6 => diff_case::<i8>(dir.path(), k, &mut rng),
+            _ => diff_case::<u16>(dir.path(), k, &mut rng),
+        });
+    }
+    let list = dir.path().join("cases.txt");
+    let lines: Vec<&str> = cases.iter().map(|(_, j)| j.as_str()).collect();
+    std::fs::write(&list, lines.join("\n")).unwrap();
+    let verdicts = crate::common::python(&[
+        "-c",
+        r#"
+import sys
+from fractions import Fraction
+import numpy as np
+for line in open(sys.argv[1]):
+    fa, fb, rtol, atol, en = line.split()
+    a, b, rtol, atol, en = np.load(fa), np.load(fb), float(rtol), float(atol), en == '1'
+    if a.dtype.kind in 'iu':
+        close = all(abs(x - y) <= Fraction(atol) + Fraction(rtol) * abs(y)
+                    for x, y in zip(a.ravel().tolist(), b.ravel().tolist()))
+    else:
+        wide = np.complex128 if a.dtype.kind == 'c' else np.float64
+        close = np.allclose(a.astype(wide), b.astype(wide), rtol=rtol, atol=atol, equal_nan=en)
+    print(int(bool(close)))
+"#,
+        list.to_str().unwrap(),
+    ]);
+    let verdicts: Vec<&str> = verdicts.lines().collect();
+    assert_eq!(verdicts.len(), cases.len());
+    let mut equal = 0;
+    for ((args, judge), verdict) in cases.iter().zip(verdicts) {
+        let o = run(args);
+        let said = match o.status.code() {
+            Some(0) => "1",
+            Some(1) => "0",
+            other => panic!("ra {args:?} ended with {other:?}"),
+        };
+        assert_eq!(
+            said,
+            verdict,
+            "ra {args:?} disagrees with NumPy ({judge}): {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        equal += usize::from(said == "1");
+    }
+    assert!(
+        equal > 30 && equal < cases.len() - 30,
+        "both verdicts are exercised: {equal} of {} equal",
+        cases.len()
+    );
+}

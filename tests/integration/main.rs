@@ -7,6 +7,7 @@ mod common;
 mod conformance;
 mod hardening;
 mod malformed;
+mod newcomer;
 mod npy;
 mod roundtrip;
 mod s3;

@@ -18,7 +18,7 @@ pub const SECRET: &str = "rastore-test-secret";
 pub const BUCKET: &str = "bkt";
 
 /// The s3s-fs binary: `$RASTORE_S3S_FS`, else on `PATH`, else cargo's bin folder.
-fn binary() -> Option<PathBuf> {
+pub fn binary() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("RASTORE_S3S_FS") {
         return Some(PathBuf::from(p));
     }

@@ -7,11 +7,11 @@ use std::process::Output;
 use crate::cli::ra;
 use crate::common::{python, python_has, tmp};
 
-fn run(args: &[&str]) -> Output {
+pub fn run(args: &[&str]) -> Output {
     ra().args(args).output().unwrap()
 }
 
-fn ok(args: &[&str]) -> String {
+pub fn ok(args: &[&str]) -> String {
     let o = run(args);
     assert!(
         o.status.success(),
@@ -21,13 +21,13 @@ fn ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn fails(args: &[&str], code: i32) -> String {
+pub fn fails(args: &[&str], code: i32) -> String {
     let o = run(args);
     assert_eq!(o.status.code(), Some(code), "ra {args:?}");
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn s(p: &Path) -> &str {
+pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
@@ -469,8 +469,9 @@ fn npy_files_are_read_by_every_read_command_and_cat_json_nests_as_tolist() {
                 &format!(
                     "import numpy as np, sys, json\n\
                      want = np.load(sys.argv[1]){sel}.tolist()\n\
+                     num = lambda v: float(v) if isinstance(v, str) else v\n\
                      got = json.loads(sys.argv[2])\n\
-                     same = lambda a, b: (a != a and b != b) or a == b if not isinstance(a, list) else len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))\n\
+                     same = lambda a, b: (num(a) != num(a) and b != b) or num(a) == b if not isinstance(a, list) else len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))\n\
                      assert same(got, want), (got, want)"
                 ),
                 s(file),

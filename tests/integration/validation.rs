@@ -46,7 +46,13 @@ fn rule2_not_a_rawarray() {
     let mut b = words(&[0x1234, 0, 3, 4, 4, 1, 1]);
     b.extend([0; 4]);
     check(&b, |k| {
-        matches!(k, ErrorKind::NotRawArray { magic: 0x1234 })
+        matches!(
+            k,
+            ErrorKind::NotRawArray {
+                magic: 0x1234,
+                found: None
+            }
+        )
     });
 }
 

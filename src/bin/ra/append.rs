@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rastore::{AppendOptions, Appender, DType};
 
+use crate::commands::Dims;
 use crate::extract::load;
 use crate::{term, Fail, Outcome};
 
@@ -24,8 +25,8 @@ pub struct AppendArgs {
     #[arg(long, requires = "frame")]
     dtype: Option<DType>,
     /// With `-` and no FILE yet: the frame's dims, first fastest, comma-separated.
-    #[arg(long, value_delimiter = ',', num_args = 0.., requires = "dtype")]
-    frame: Option<Vec<u64>>,
+    #[arg(long, allow_hyphen_values = true, requires = "dtype")]
+    frame: Option<Dims>,
     /// Commit without syncing to disk: visible at once and safe from a crash of this
     /// process, not from a power loss.
     #[arg(long)]
@@ -55,7 +56,7 @@ pub fn append(a: &AppendArgs) -> Outcome {
     }
     let (out, before) = if stdin {
         let mut out = match (&a.dtype, &a.frame) {
-            (Some(t), Some(f)) => options.open_or_create(&a.file, *t, f)?,
+            (Some(t), Some(f)) => options.open_or_create(&a.file, *t, &f.0)?,
             _ if !a.file.exists() => {
                 return Err(Fail::Usage(format!(
                     "{} does not exist: give --dtype and --frame to create it",
@@ -83,7 +84,7 @@ pub fn append(a: &AppendArgs) -> Outcome {
                 Fail::Data(format!(
                     "{}: {}",
                     term::path(input),
-                    term::line(&e.to_string())
+                    term::line(&crate::message(&e))
                 ))
             })?;
             maybe_commit(o, a.commit_every)?;
@@ -154,7 +155,7 @@ pub fn recover(a: &RecoverArgs) -> Outcome {
             Ok(r) => println!("{}", recovery_line(p, &r)),
             Err(e) => {
                 bad = true;
-                eprintln!("ra: {}", term::line(&e.to_string()));
+                eprintln!("ra: {}", term::line(&crate::message(&e)));
             }
         }
     }

@@ -5,6 +5,7 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use rastore::convert::{decoded, ConvertOptions};
+use rastore::values::Tolerance;
 use rastore::{DType, WriteOptions};
 
 use crate::input::{is_npy, Input};
@@ -18,8 +19,8 @@ pub struct CreateArgs {
     #[arg(long)]
     dtype: DType,
     /// Dims, first fastest, comma-separated: 4096,4096,16 (`--shape ''` for a 0-d scalar).
-    #[arg(long, required = true, value_delimiter = ',', num_args = 0..)]
-    shape: Vec<u64>,
+    #[arg(long, allow_hyphen_values = true)]
+    shape: Dims,
     /// Replace an existing file.
     #[arg(long)]
     overwrite: bool,
@@ -29,6 +30,31 @@ pub struct CreateArgs {
     /// A file whose bytes become the metadata trailer.
     #[arg(long)]
     metadata: Option<PathBuf>,
+}
+
+/// Dims as the command line gives them: comma-separated, first fastest; the empty
+/// string is no dims (a 0-d scalar).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dims(pub Vec<u64>);
+
+impl std::str::FromStr for Dims {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Dims, String> {
+        if s.trim().is_empty() {
+            return Ok(Dims(Vec::new()));
+        }
+        s.split(',')
+            .map(|d| {
+                d.trim().parse::<u64>().map_err(|_| {
+                    format!(
+                        "{d:?} is not a dim (dims are whole numbers, comma-separated; '' for none)"
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()
+            .map(Dims)
+    }
 }
 
 #[derive(clap::Args)]
@@ -103,18 +129,25 @@ pub struct MetaArgs {
     split_links: bool,
 }
 
+/// Compare as NumPy's `allclose(a, b, rtol, atol, equal_nan)`: elements are equal when
+/// |a - b| <= atol + rtol * |b|; 0.0 equals -0.0; an infinity equals only itself; NaN
+/// differs from everything, NaN included, unless --equal-nan. Integers are compared
+/// exactly, never through floating point. With no tolerance, only equal values are equal.
 #[derive(clap::Args)]
 pub struct DiffArgs {
-    /// First file.
+    /// First file: .ra or .npy (or an s3:// object).
     a: PathBuf,
-    /// Second file.
+    /// Second file: .ra or .npy (or an s3:// object).
     b: PathBuf,
-    /// Relative tolerance: equal when |a - b| <= atol + rtol * |b| (NumPy's allclose).
+    /// Relative tolerance, times |b|.
     #[arg(long, default_value_t = 0.0)]
     rtol: f64,
     /// Absolute tolerance.
     #[arg(long, default_value_t = 0.0)]
     atol: f64,
+    /// Count NaN equal to NaN (NumPy's equal_nan).
+    #[arg(long)]
+    equal_nan: bool,
 }
 
 /// Reshape in column-major order, as Julia and MATLAB do: the bytes do not move and
@@ -171,7 +204,7 @@ pub fn create(a: &CreateArgs) -> Outcome {
         .overwrite(a.overwrite)
         .split_links(a.split_links)
         .metadata(metadata)
-        .create_file(&a.file, a.dtype, &a.shape)?;
+        .create_file(&a.file, a.dtype, &a.shape.0)?;
     writeln!(
         io::stdout(),
         "{}: {} {:?}, {} data bytes reserved",
@@ -239,43 +272,29 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
     }
 }
 
-/// `ra info` of a `.npy`: its type, shape, order and version.
 /// The header of a `.npy`, read alone (not its data).
 fn npy_header(path: &Path) -> Result<rastore::npy::NpyHeader, Fail> {
-    let f = File::open(path).map_err(|e| Fail::Data(format!("{}: {e}", term::path(path))))?;
-    let nh = rastore::npy::read_header(&mut io::BufReader::new(f)).map_err(|e| e.at(path))?;
-    Ok(nh)
+    Ok(rastore::info::npy_header(path)?)
 }
 
+/// `ra info` of a `.npy`: its type, shape, order and version.
 fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
     let nh = npy_header(path)?;
+    if json {
+        return Ok(rastore::info::npy_json(path, &nh)?);
+    }
     let dtype = nh.descr.dtype().map_err(|e| e.at(path))?;
-    let (count, bytes) = nh.data_len().map_err(|e| e.at(path))?;
+    let (_, bytes) = nh.data_len().map_err(|e| e.at(path))?;
     let order = if nh.fortran_order { "F" } else { "C" };
-    let dims: Vec<String> = nh.shape.iter().map(u64::to_string).collect();
-    Ok(if json {
-        format!(
-            "{{\"path\": {}, \"format\": \"npy\", \"version\": \"{}.{}\", \"descr\": {}, \"dtype\": {}, \
-             \"dims\": [{}], \"count\": {count}, \"bytes\": {bytes}, \"order\": \"{order}\", \"data_offset\": {}}}",
-            rastore::info::json_str(&path.to_string_lossy()),
-            nh.version.0,
-            nh.version.1,
-            rastore::info::json_str(&nh.descr.to_python()),
-            rastore::info::json_str(&dtype.name()),
-            dims.join(", "),
-            nh.data_offset
-        )
-    } else {
-        format!(
-            "{}: {} {:?} bytes {bytes} npy {}.{} {order}-order descr {}",
-            term::path(path),
-            dtype,
-            nh.shape,
-            nh.version.0,
-            nh.version.1,
-            term::line(&nh.descr.to_python())
-        )
-    })
+    Ok(format!(
+        "{}: {} {:?} bytes {bytes} npy {}.{} {order}-order descr {}",
+        term::path(path),
+        dtype,
+        nh.shape,
+        nh.version.0,
+        nh.version.1,
+        term::line(&nh.descr.to_python())
+    ))
 }
 
 pub fn info(a: &InfoArgs) -> Outcome {
@@ -366,14 +385,36 @@ pub fn stats(a: &StatsArgs) -> Outcome {
             input.dtype
         ))
     })?;
-    let summary = st.summary();
-    let num = |f: fn(&(f64, f64, f64, f64)) -> f64| {
-        summary
-            .as_ref()
-            .map_or("null".to_string(), |s| format!("{:?}", f(s)))
-    };
-    let (min, max, mean, std) = (num(|s| s.0), num(|s| s.1), num(|s| s.2), num(|s| s.3));
     let mut out = io::stdout().lock();
+    let Some((min, max, mean, std)) = st.summary() else {
+        // No finite values: min, max, mean and std are undefined.
+        if a.json {
+            writeln!(
+                out,
+                "{{\"count\": {}, \"min\": null, \"max\": null, \"mean\": null, \"std\": null, \"nan\": {}, \"inf\": {}}}",
+                st.count, st.nan, st.inf
+            )?;
+        } else {
+            writeln!(
+                out,
+                "count {} nan {} inf {} (no finite values: no min, max, mean or std)",
+                st.count, st.nan, st.inf
+            )?;
+        }
+        return Ok(());
+    };
+    let number = |v: f64| {
+        if a.json {
+            rastore::json::float(v)
+        } else {
+            format!("{v:?}")
+        }
+    };
+    let (min, max) = match st.exact {
+        Some(e) => e.text(),
+        None => (number(min), number(max)),
+    };
+    let (mean, std) = (number(mean), number(std));
     if a.json {
         writeln!(
             out,
@@ -393,18 +434,29 @@ pub fn stats(a: &StatsArgs) -> Outcome {
 pub fn verify(a: &FilesArg) -> Outcome {
     let mut out = io::stdout().lock();
     per_file(&a.files, |p| {
-        let raw = if remote::is_remote(p) {
-            remote::decoded(p)?
+        let (dtype, dims, bytes) = if remote::is_remote(p) {
+            let raw = remote::decoded(p)?;
+            (
+                raw.header.dtype(),
+                raw.header.dims().to_vec(),
+                raw.data.len(),
+            )
+        } else if is_npy(p) {
+            // Header parsed, type known, data all there.
+            let i = Input::open(p)?;
+            (i.dtype, i.dims.clone(), i.bytes().len())
         } else {
-            decoded(p)?
+            let raw = decoded(p)?;
+            (
+                raw.header.dtype(),
+                raw.header.dims().to_vec(),
+                raw.data.len(),
+            )
         };
         writeln!(
             out,
-            "{}: ok ({} {:?}, {} data bytes decoded)",
+            "{}: ok ({dtype} {dims:?}, {bytes} data bytes decoded)",
             term::path(p),
-            raw.header.dtype(),
-            raw.header.dims(),
-            raw.data.len()
         )?;
         Ok(())
     })
@@ -448,6 +500,13 @@ pub fn meta(a: &MetaArgs) -> Outcome {
         options.replace_metadata(&a.file, &new)?;
         return Ok(());
     }
+    if is_npy(&a.file) {
+        eprintln!(
+            "ra: {}: a .npy file has no metadata trailer",
+            term::path(&a.file)
+        );
+        return Ok(());
+    }
     let trailer = rastore::read_metadata(&a.file)?;
     let mut out = io::stdout();
     if out.is_terminal() {
@@ -459,19 +518,56 @@ pub fn meta(a: &MetaArgs) -> Outcome {
 }
 
 pub fn diff(a: &DiffArgs) -> Outcome {
-    let (ra, rb) = (decoded(&a.a)?, decoded(&a.b)?);
-    let mut out = io::stdout().lock();
-    let tol = elements::Tolerance {
+    let tol = Tolerance {
         rtol: a.rtol,
         atol: a.atol,
+        equal_nan: a.equal_nan,
     };
-    if !(tol.rtol >= 0.0 && tol.atol >= 0.0) {
-        return Err(Fail::Usage("--rtol and --atol must be at least 0".into()));
+    let valid = |t: f64| t.is_finite() && t >= 0.0;
+    if !(valid(tol.rtol) && valid(tol.atol)) {
+        return Err(Fail::Usage(
+            "--rtol and --atol must be finite and at least 0".into(),
+        ));
     }
-    if elements::diff(&ra, &rb, tol, &mut out)? {
+    let ((ia, _), (ib, _)) = (opened(&a.a, None)?, opened(&a.b, None)?);
+    let mut out = io::stdout().lock();
+    let mut differs = false;
+    if ia.dtype != ib.dtype {
+        writeln!(out, "dtype: {} vs {}", ia.dtype, ib.dtype)?;
+        differs = true;
+    }
+    if ia.dims != ib.dims {
+        writeln!(out, "dims: {:?} vs {:?}", ia.dims, ib.dims)?;
+        differs = true;
+    }
+    if !differs {
+        let bar = progress_bar(ia.bytes().len() as u64);
+        let found = elements::diff_elements(&ia, &ib, tol, &mut out, &mut |done| {
+            if let Some(b) = &bar {
+                b.set_position(done);
+            }
+        });
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        differs = found?;
+    }
+    // Trailers are compared between two .ra files (a .npy has none).
+    if let (Some(ta), Some(tb)) = (ia.trailer(), ib.trailer()) {
+        if ta != tb {
+            writeln!(
+                out,
+                "metadata: {} bytes vs {} bytes, contents differ",
+                ta.len(),
+                tb.len()
+            )?;
+            differs = true;
+        }
+    }
+    if differs {
         Err(Fail::Reported)
     } else {
-        writeln!(out, "same: {} {:?}", ra.header.dtype(), ra.header.dims())?;
+        writeln!(out, "same: {} {:?}", ia.dtype, ia.dims)?;
         Ok(())
     }
 }

@@ -4,11 +4,15 @@
 
 use std::io::{self, Write};
 
-use rastore::values::Value;
-use rastore::{DType, ErrorKind, Header, RawData};
+use rastore::values::{Compared, Delta, Tolerance, Value};
+use rastore::{DType, ErrorKind};
+use rayon::prelude::*;
 
 use crate::input::Input;
 use crate::slice::{self, Sel};
+
+/// Bytes compared between progress reports.
+const PIECE: usize = 64 << 20;
 
 fn out_err(e: io::Error) -> rastore::Error {
     ErrorKind::Io {
@@ -43,7 +47,8 @@ pub fn cat(input: &Input, sels: &[Sel], limit: u64, out: &mut dyn Write) -> rast
 
 /// Prints the selected elements as one JSON array nested as NumPy's `tolist()`
 /// nests them (first index outermost; dims an integer index removed are dropped).
-/// Complex numbers are `[re, im]`, NaN and infinities as Python's `json` writes them.
+/// Complex numbers are `[re, im]`; NaN and infinities are the strings of
+/// [`rastore::json::float`], so that strict parsers read the output.
 pub fn cat_json(input: &Input, sels: &[Sel], out: &mut dyn Write) -> rastore::Result<()> {
     let mut ix = vec![0u64; sels.len()];
     json_level(input, sels, 0, &mut ix, out).map_err(out_err)?;
@@ -75,26 +80,19 @@ fn json_level(
     out.write_all(b"]")
 }
 
-fn json_f64(v: f64, out: &mut dyn Write) -> io::Result<()> {
-    if v.is_nan() {
-        write!(out, "NaN")
-    } else if v.is_infinite() {
-        write!(out, "{}Infinity", if v < 0.0 { "-" } else { "" })
-    } else {
-        write!(out, "{v:?}")
-    }
-}
-
 fn write_json_value(v: &Value, out: &mut dyn Write) -> io::Result<()> {
     match v {
         Value::Int(i) => write!(out, "{i}"),
         Value::UInt(u) => write!(out, "{u}"),
-        Value::Float(f, _) => json_f64(*f, out),
+        Value::Float(f, _) => out.write_all(rastore::json::float(*f).as_bytes()),
         Value::Complex(re, im, _) => {
             out.write_all(b"[")?;
-            json_f64(*re, out)?;
-            out.write_all(b", ")?;
-            json_f64(*im, out)?;
+            write!(
+                out,
+                "{}, {}",
+                rastore::json::float(*re),
+                rastore::json::float(*im)
+            )?;
             out.write_all(b"]")
         }
         Value::Bool(b) => write!(out, "{b}"),
@@ -102,104 +100,195 @@ fn write_json_value(v: &Value, out: &mut dyn Write) -> io::Result<()> {
     }
 }
 
-/// How close two elements must be to count as equal: `|a - b| <= atol + rtol·|b|`,
-/// as NumPy's `allclose`. Both zero: only equal bytes are equal.
+/// Where pairs of elements with a NaN lie: how many, and the first.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Tolerance {
-    /// Relative to `|b|`.
-    pub rtol: f64,
-    /// Absolute.
-    pub atol: f64,
+struct Spot {
+    count: u64,
+    first: Option<u64>,
 }
 
-/// Compares two decoded files and prints what differs: dtype, dims, the first
-/// differing element, how many differ and the largest |a - b| with its index, the
-/// trailer. Returns whether they differ.
-pub fn diff(
-    a: &RawData,
-    b: &RawData,
-    tol: Tolerance,
-    out: &mut dyn Write,
-) -> rastore::Result<bool> {
-    let (ha, hb) = (&a.header, &b.header);
-    let mut differs = false;
-    if ha.dtype() != hb.dtype() {
-        writeln!(out, "dtype: {} vs {}", ha.dtype(), hb.dtype()).map_err(out_err)?;
-        differs = true;
+impl Spot {
+    fn note(&mut self, i: u64) {
+        self.count += 1;
+        self.first.get_or_insert(i);
     }
-    if ha.dims() != hb.dims() {
-        writeln!(out, "dims: {:?} vs {:?}", ha.dims(), hb.dims()).map_err(out_err)?;
-        differs = true;
-    }
-    if !differs {
-        differs = diff_elements(ha, &a.data, &b.data, tol, out)?;
-    }
-    if a.metadata != b.metadata {
-        writeln!(
-            out,
-            "metadata: {} bytes vs {} bytes, contents differ",
-            a.metadata.len(),
-            b.metadata.len()
-        )
-        .map_err(out_err)?;
-        differs = true;
-    }
-    Ok(differs)
-}
 
-fn diff_elements(
-    h: &Header,
-    a: &[u8],
-    b: &[u8],
-    tol: Tolerance,
-    out: &mut dyn Write,
-) -> rastore::Result<bool> {
-    let dtype: DType = h.dtype();
-    let w = dtype.elbyte as usize;
-    let exact = tol.rtol == 0.0 && tol.atol == 0.0;
-    let mut first = None;
-    let mut count = 0u64;
-    let mut largest = None::<(f64, usize, Value, Value)>;
-    for (i, (x, y)) in a.chunks_exact(w).zip(b.chunks_exact(w)).enumerate() {
-        if x == y {
-            continue;
+    /// `self` from an earlier part of the array, `later` from the next.
+    fn then(self, later: Spot) -> Spot {
+        Spot {
+            count: self.count + later.count,
+            first: self.first.or(later.first),
         }
-        let (va, vb) = (Value::decode(dtype, x), Value::decode(dtype, y));
-        let d = va.abs_diff(&vb);
-        let close = match (d, vb.magnitude()) {
-            (Some(d), Some(m)) if !exact => d <= tol.atol + tol.rtol * m,
-            _ => false,
+    }
+}
+
+/// What differs between two arrays, gathered in column-major order; parts gathered
+/// in parallel are joined in order.
+#[derive(Debug, Clone, Default)]
+struct Differences {
+    count: u64,
+    first: Option<(u64, Value, Value)>,
+    largest: Option<(Delta, u64, Value, Value)>,
+    nan_both: Spot,
+    nan_a: Spot,
+    nan_b: Spot,
+}
+
+impl Differences {
+    /// Notes the elements at column-major index `i`.
+    fn note(&mut self, i: u64, va: Value, vb: Value, tol: Tolerance) {
+        let delta = match va.compare(&vb, tol) {
+            Compared::Close => return,
+            Compared::Far(d) => d,
+            Compared::Nan { a, b } => {
+                match (a, b) {
+                    (true, true) => self.nan_both.note(i),
+                    (true, false) => self.nan_a.note(i),
+                    _ => self.nan_b.note(i),
+                }
+                None
+            }
         };
-        if close {
-            continue;
-        }
-        count += 1;
-        if let Some(d) = d.filter(|d| !d.is_nan()) {
-            if largest.as_ref().is_none_or(|l| d > l.0) {
-                largest = Some((d, i, va.clone(), vb.clone()));
+        self.count += 1;
+        if let Some(d) = delta {
+            if self.largest.as_ref().is_none_or(|l| d > l.0) {
+                self.largest = Some((d, i, va.clone(), vb.clone()));
             }
         }
-        first.get_or_insert((i, va, vb));
+        self.first.get_or_insert((i, va, vb));
     }
-    let Some((i, va, vb)) = first else {
-        return Ok(false);
+
+    /// `self` from an earlier part of the array, `later` from the next.
+    fn then(self, later: Differences) -> Differences {
+        let largest = match (self.largest, later.largest) {
+            (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        Differences {
+            count: self.count + later.count,
+            first: self.first.or(later.first),
+            largest,
+            nan_both: self.nan_both.then(later.nan_both),
+            nan_a: self.nan_a.then(later.nan_a),
+            nan_b: self.nan_b.then(later.nan_b),
+        }
+    }
+}
+
+/// Bytes of each input compared by one task.
+const DIFF_TASK: usize = 1 << 20;
+
+/// Compares the elements of two inputs of one type and shape, as NumPy's `isclose`
+/// (see [`Value::compare`]), and prints what differs: the first differing element, how
+/// many differ, the largest `|a - b|` with its index, and where NaNs made elements
+/// differ. `done` hears the bytes compared so far. Returns whether they differ.
+pub fn diff_elements(
+    a: &Input,
+    b: &Input,
+    tol: Tolerance,
+    out: &mut dyn Write,
+    done: &mut dyn FnMut(u64),
+) -> rastore::Result<bool> {
+    let dtype: DType = a.dtype;
+    let w = (dtype.elbyte as usize).max(1);
+    let d = if a.is_fortran() && b.is_fortran() {
+        // Both in column-major order: compare the bytes piece by piece, in parallel.
+        let (xa, xb) = (a.bytes(), b.bytes());
+        let piece = (PIECE / w).max(1) * w;
+        let task = (DIFF_TASK / w).max(1) * w;
+        let mut total = Differences::default();
+        for (k, (pa, pb)) in xa.chunks(piece).zip(xb.chunks(piece)).enumerate() {
+            let first = (k * piece / w) as u64;
+            let part = pa
+                .par_chunks(task)
+                .zip(pb.par_chunks(task))
+                .enumerate()
+                .map(|(j, (ta, tb))| {
+                    let mut d = Differences::default();
+                    let base = first + (j * task / w) as u64;
+                    for (i, (x, y)) in ta.chunks_exact(w).zip(tb.chunks_exact(w)).enumerate() {
+                        if x != y || dtype.may_be_nan() {
+                            let (va, vb) = (Value::decode(dtype, x), Value::decode(dtype, y));
+                            d.note(base + i as u64, va, vb, tol);
+                        }
+                    }
+                    d
+                })
+                .reduce(Differences::default, Differences::then);
+            total = total.then(part);
+            done((k * piece + pa.len()) as u64);
+        }
+        total
+    } else {
+        // A C-order .npy on one side: element by element, in column-major order.
+        let mut d = Differences::default();
+        let sels = slice::parse("", &a.dims).unwrap_or_default();
+        let mut i = 0u64;
+        slice::walk(&sels, &a.dims, u64::MAX, |ix, _| {
+            let (va, vb) = (
+                Value::decode(dtype, a.element(ix)),
+                Value::decode(dtype, b.element(ix)),
+            );
+            d.note(i, va, vb, tol);
+            i += 1;
+        });
+        d
     };
-    let ix = unravel(i as u64, h.dims());
-    writeln!(out, "first difference at {ix:?}: {va} vs {vb}").map_err(out_err)?;
-    write!(out, "{count} of {} elements differ", h.count()).map_err(out_err)?;
-    if !exact {
-        write!(out, " (rtol {}, atol {})", tol.rtol, tol.atol).map_err(out_err)?;
+    report(&d, &a.dims, a.count(), tol, out).map_err(out_err)?;
+    Ok(d.count > 0)
+}
+
+/// Prints what [`diff_elements`] found.
+fn report(
+    d: &Differences,
+    dims: &[u64],
+    count: u64,
+    tol: Tolerance,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let Some((i, va, vb)) = &d.first else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "first difference at {:?}: {va} vs {vb}",
+        unravel(*i, dims)
+    )?;
+    write!(out, "{} of {count} elements differ", d.count)?;
+    if tol.rtol != 0.0 || tol.atol != 0.0 {
+        write!(out, " (rtol {}, atol {})", tol.rtol, tol.atol)?;
     }
-    match largest {
-        Some((d, j, la, lb)) => writeln!(
+    match &d.largest {
+        Some((delta, j, la, lb)) => writeln!(
             out,
-            ", largest |a - b| = {d} at {:?}: {la} vs {lb}",
-            unravel(j as u64, h.dims())
-        ),
-        None => writeln!(out),
+            ", largest |a - b| = {delta} at {:?}: {la} vs {lb}",
+            unravel(*j, dims)
+        )?,
+        None => writeln!(out)?,
     }
-    .map_err(out_err)?;
-    Ok(true)
+    let mut spots = Vec::new();
+    for (spot, which) in [
+        (d.nan_both, "in both"),
+        (d.nan_a, "in a only"),
+        (d.nan_b, "in b only"),
+    ] {
+        if let Some(first) = spot.first {
+            spots.push(format!(
+                "{} {which} (first at {:?})",
+                spot.count,
+                unravel(first, dims)
+            ));
+        }
+    }
+    if !spots.is_empty() {
+        let hint = if d.nan_both.count > 0 {
+            "; --equal-nan counts NaN equal to NaN"
+        } else {
+            ""
+        };
+        writeln!(out, "NaN: {}{hint}", spots.join(", "))?;
+    }
+    Ok(())
 }
 
 /// Column-major linear index → multi-index.

@@ -81,7 +81,7 @@ pub fn slice(a: &SliceArgs) -> Outcome {
         });
         Ok(())
     };
-    let format = Format::of(&a.output)?;
+    let format = Format::of_output(&a.output)?;
     if format == Format::Ra {
         CreateOptions::new()
             .overwrite(a.overwrite)
@@ -125,14 +125,18 @@ pub fn stack(a: &StackArgs) -> Outcome {
     let mut out_dims = dims.clone();
     out_dims.push(a.inputs.len() as u64);
     let slab = first.len();
+    let trailer = if dtype.kind() == Kind::User {
+        fields_trailer(&Input::open(&a.inputs[0])?, &a.inputs[0], &out_dims)?
+    } else {
+        Vec::new()
+    };
     let bar = progress_bar((slab * a.inputs.len()) as u64);
     // The first failure in input order, whichever thread meets it first.
     let failed: Mutex<Option<(usize, Fail)>> = Mutex::new(None);
-    let result = CreateOptions::new().overwrite(a.overwrite).create_filled(
-        &a.output,
-        dtype,
-        &out_dims,
-        |out| {
+    let result = CreateOptions::new()
+        .overwrite(a.overwrite)
+        .metadata(trailer)
+        .create_filled(&a.output, dtype, &out_dims, |out| {
             let data = out.data_mut();
             if slab == 0 {
                 return Ok(());
@@ -167,8 +171,7 @@ pub fn stack(a: &StackArgs) -> Outcome {
                 }
                 None => Ok(()),
             }
-        },
-    );
+        });
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -176,12 +179,13 @@ pub fn stack(a: &StackArgs) -> Outcome {
         return Err(fail);
     }
     let h = result?;
+    let n = a.inputs.len();
     println!(
-        "{}: {} {:?} from {} inputs",
+        "{}: {} {:?} from {n} input{}",
         term::path(&a.output),
         h.dtype(),
         h.dims(),
-        a.inputs.len()
+        if n == 1 { "" } else { "s" }
     );
     Ok(())
 }

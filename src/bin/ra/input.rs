@@ -29,6 +29,8 @@ pub struct Input {
     /// The first index of the last axis the bytes hold (an object's slab), else 0.
     origin: u64,
     bytes: Bytes,
+    /// The metadata trailer of a decoded `.ra` (a mapped one has it in the mapping).
+    owned_trailer: Option<Vec<u8>>,
 }
 
 /// Column-major strides of `dims`, in elements.
@@ -42,19 +44,22 @@ pub fn fortran_strides(dims: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-/// Whether `path` names a `.npy` file (by extension).
+/// Whether `path` is a `.npy` file, by its first bytes.
 pub fn is_npy(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+    let mut magic = [0u8; 6];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok_and(|()| rastore::sniff::is_npy(&magic))
 }
 
 impl Input {
-    /// Opens `path` by its extension: `.npy` as NumPy's format, anything else as `.ra`.
+    /// Opens `path` by its contents: a `.npy` as NumPy's format, else a `.ra`.
     pub fn open(path: &Path) -> rastore::Result<Input> {
-        if is_npy(path) {
-            Self::open_npy(path)
-        } else {
-            Self::open_ra(path)
+        match Self::open_ra(path) {
+            Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) => {
+                Self::open_npy(path)
+            }
+            r => r,
         }
     }
 
@@ -73,6 +78,7 @@ impl Input {
                 npy: None,
                 origin: 0,
                 bytes: Bytes::Ra(map),
+                owned_trailer: None,
             });
         }
         // Compressed, packed or the other byte order: decoded into memory.
@@ -85,6 +91,7 @@ impl Input {
             npy: None,
             origin: 0,
             bytes: Bytes::Owned(raw.data),
+            owned_trailer: Some(raw.metadata),
         })
     }
 
@@ -118,6 +125,7 @@ impl Input {
             npy: Some(nh),
             origin: 0,
             bytes,
+            owned_trailer: None,
         })
     }
 
@@ -145,7 +153,30 @@ impl Input {
             npy: None,
             origin,
             bytes: Bytes::Owned(data),
+            owned_trailer: None,
         }
+    }
+
+    /// The metadata trailer of a `.ra` file (`None` for a `.npy`, which has none, and
+    /// for an object's slab).
+    pub fn trailer(&self) -> Option<&[u8]> {
+        match &self.bytes {
+            Bytes::Ra(m) => Some(m.metadata()),
+            _ => self.owned_trailer.as_deref(),
+        }
+    }
+
+    /// The number of elements.
+    pub fn count(&self) -> u64 {
+        self.dims.iter().product()
+    }
+
+    /// Whether every element is held, in column-major order (else a C-order `.npy`
+    /// or an object's slab).
+    pub fn is_fortran(&self) -> bool {
+        self.origin == 0
+            && self.strides == fortran_strides(&self.dims)
+            && self.bytes().len() as u64 == self.count() * self.dtype.elbyte
     }
 
     /// The bytes of the element at `index` (a multi-index within the dims).

@@ -82,9 +82,27 @@ impl From<rastore::Error> for Fail {
             rastore::ErrorKind::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe => {
                 Fail::Pipe
             }
-            _ => Fail::Data(e.to_string()),
+            _ => Fail::Data(message(&e)),
         }
     }
+}
+
+/// The library's message, and what to do about it in `ra`'s terms.
+pub fn message(e: &rastore::Error) -> String {
+    use rastore::ErrorKind;
+    let hint = match e.kind() {
+        ErrorKind::Exists => "; pass --overwrite to replace it",
+        ErrorKind::HardLinks { .. } => "; pass --split-links to replace this name only",
+        ErrorKind::NotRawArray {
+            found: Some(rastore::sniff::NPY_NAME),
+            ..
+        } => "; this command works on .ra files: `ra convert` the .npy to .ra first",
+        ErrorKind::NotRawArray { found: Some(_), .. } => {
+            "; the read commands take .ra and .npy files, and `ra convert` turns .png and .npz into .ra"
+        }
+        _ => "",
+    };
+    format!("{e}{hint}")
 }
 
 impl From<io::Error> for Fail {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use rastore::remote::{upload_file, FillToken, RemoteOptions, RemoteRa};
 use rastore::DType;
 
+use crate::commands::Dims;
 use crate::input::Input;
 use crate::slice::Sel;
 use crate::{term, Fail, Outcome};
@@ -152,8 +153,8 @@ pub enum FillCommand {
         #[arg(long)]
         dtype: DType,
         /// Dims, first fastest, comma-separated: the last axis is cut into parts.
-        #[arg(long, required = true, value_delimiter = ',', num_args = 1..)]
-        shape: Vec<u64>,
+        #[arg(long, allow_hyphen_values = true)]
+        shape: Dims,
         /// A file whose bytes become the trailer (at the end of the last part).
         #[arg(long)]
         metadata: Option<PathBuf>,
@@ -246,7 +247,7 @@ pub fn fill(c: &FillCommand) -> Outcome {
                 part_bytes: part_mib << 20,
                 ..options
             };
-            let t = FillToken::begin(url, *dtype, shape, &trailer, &options)?;
+            let t = FillToken::begin(url, *dtype, &shape.0, &trailer, &options)?;
             eprintln!(
                 "{}: {} parts of {} frames (the last may have fewer); upload id {}",
                 t.url,

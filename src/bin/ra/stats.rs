@@ -1,7 +1,8 @@
 //! `ra stats`: count, min, max, mean, std and the NaN and infinity counts of any
 //! numeric array, in one parallel pass (complex numbers by magnitude). Min, max, mean
 //! and std are over the finite values, as `a[np.isfinite(a)]` gives them; std is the
-//! population one (NumPy's default `ddof=0`).
+//! population one (NumPy's default `ddof=0`). The min and max of integers are exact
+//! integers (an `f64` cannot hold every 64-bit one); mean and std are `f64`.
 
 use half::{bf16, f16};
 use rastore::{DType, Kind};
@@ -15,6 +16,37 @@ const PIECE: usize = 64 << 20;
 
 /// Bytes one task folds.
 const TASK: usize = 1 << 20;
+
+/// The exact least and greatest of integer elements.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Exact {
+    /// Signed.
+    Int(i128, i128),
+    /// Unsigned (and Bools).
+    UInt(u128, u128),
+}
+
+impl Exact {
+    fn join(a: Option<Exact>, b: Option<Exact>) -> Option<Exact> {
+        match (a, b) {
+            (Some(Exact::Int(a0, a1)), Some(Exact::Int(b0, b1))) => {
+                Some(Exact::Int(a0.min(b0), a1.max(b1)))
+            }
+            (Some(Exact::UInt(a0, a1)), Some(Exact::UInt(b0, b1))) => {
+                Some(Exact::UInt(a0.min(b0), a1.max(b1)))
+            }
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// `(min, max)` as text.
+    pub fn text(self) -> (String, String) {
+        match self {
+            Exact::Int(lo, hi) => (lo.to_string(), hi.to_string()),
+            Exact::UInt(lo, hi) => (lo.to_string(), hi.to_string()),
+        }
+    }
+}
 
 /// The running statistics (Welford's mean and squared deviations, merged as Chan et
 /// al. merge them, so that the parallel result matches a sequential one).
@@ -31,6 +63,8 @@ pub struct Stats {
     pub nan: u64,
     /// Infinite elements.
     pub inf: u64,
+    /// The exact min and max of integer elements.
+    pub exact: Option<Exact>,
 }
 
 impl Stats {
@@ -44,6 +78,7 @@ impl Stats {
             m2: 0.0,
             nan: 0,
             inf: 0,
+            exact: None,
         }
     }
 
@@ -84,6 +119,7 @@ impl Stats {
             m2,
             nan: a.nan + b.nan,
             inf: a.inf + b.inf,
+            exact: Exact::join(a.exact, b.exact),
         }
     }
 
@@ -106,6 +142,36 @@ fn fold<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> f64) -> Stats {
     s
 }
 
+/// [`fold`] of signed integers, keeping their exact min and max.
+fn fold_int<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> i128) -> Stats {
+    let mut s = Stats::new();
+    let (mut lo, mut hi) = (i128::MAX, i128::MIN);
+    for c in bytes.chunks_exact(N) {
+        let mut a = [0u8; N];
+        a.copy_from_slice(c);
+        let v = conv(a);
+        (lo, hi) = (lo.min(v), hi.max(v));
+        s.push(v as f64);
+    }
+    s.exact = (s.count > 0).then_some(Exact::Int(lo, hi));
+    s
+}
+
+/// [`fold`] of unsigned integers (and Bools), keeping their exact min and max.
+fn fold_uint<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> u128) -> Stats {
+    let mut s = Stats::new();
+    let (mut lo, mut hi) = (u128::MAX, u128::MIN);
+    for c in bytes.chunks_exact(N) {
+        let mut a = [0u8; N];
+        a.copy_from_slice(c);
+        let v = conv(a);
+        (lo, hi) = (lo.min(v), hi.max(v));
+        s.push(v as f64);
+    }
+    s.exact = (s.count > 0).then_some(Exact::UInt(lo, hi));
+    s
+}
+
 /// The statistics of native-order elements of `dtype`; `None` for types that are
 /// not numbers.
 fn of_chunk(dtype: DType, b: &[u8]) -> Option<Stats> {
@@ -114,16 +180,16 @@ fn of_chunk(dtype: DType, b: &[u8]) -> Option<Stats> {
         re.hypot(f16::from_ne_bytes([a[2], a[3]]).to_f64())
     };
     Some(match (dtype.kind(), dtype.elbyte) {
-        (Kind::Int, 1) => fold(b, |a: [u8; 1]| f64::from(a[0] as i8)),
-        (Kind::Int, 2) => fold(b, |a| f64::from(i16::from_ne_bytes(a))),
-        (Kind::Int, 4) => fold(b, |a| f64::from(i32::from_ne_bytes(a))),
-        (Kind::Int, 8) => fold(b, |a| i64::from_ne_bytes(a) as f64),
-        (Kind::Int, 16) => fold(b, |a| i128::from_ne_bytes(a) as f64),
-        (Kind::UInt, 1) | (Kind::Bool, 1) => fold(b, |a: [u8; 1]| f64::from(a[0])),
-        (Kind::UInt, 2) => fold(b, |a| f64::from(u16::from_ne_bytes(a))),
-        (Kind::UInt, 4) => fold(b, |a| f64::from(u32::from_ne_bytes(a))),
-        (Kind::UInt, 8) => fold(b, |a| u64::from_ne_bytes(a) as f64),
-        (Kind::UInt, 16) => fold(b, |a| u128::from_ne_bytes(a) as f64),
+        (Kind::Int, 1) => fold_int(b, |a: [u8; 1]| i128::from(a[0] as i8)),
+        (Kind::Int, 2) => fold_int(b, |a| i16::from_ne_bytes(a).into()),
+        (Kind::Int, 4) => fold_int(b, |a| i32::from_ne_bytes(a).into()),
+        (Kind::Int, 8) => fold_int(b, |a| i64::from_ne_bytes(a).into()),
+        (Kind::Int, 16) => fold_int(b, i128::from_ne_bytes),
+        (Kind::UInt, 1) | (Kind::Bool, 1) => fold_uint(b, |a: [u8; 1]| a[0].into()),
+        (Kind::UInt, 2) => fold_uint(b, |a| u16::from_ne_bytes(a).into()),
+        (Kind::UInt, 4) => fold_uint(b, |a| u32::from_ne_bytes(a).into()),
+        (Kind::UInt, 8) => fold_uint(b, |a| u64::from_ne_bytes(a).into()),
+        (Kind::UInt, 16) => fold_uint(b, u128::from_ne_bytes),
         (Kind::Float, 2) => fold(b, |a| f16::from_ne_bytes(a).to_f64()),
         (Kind::Float, 4) => fold(b, |a| f64::from(f32::from_ne_bytes(a))),
         (Kind::Float, 8) => fold(b, f64::from_ne_bytes),

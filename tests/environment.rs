@@ -1,0 +1,49 @@
+//! What `cargo test` can check on this machine, said where the tests run: the
+//! conformance files, NumPy and Pillow (the interop tests' judges) and the S3 test
+//! server. Where one is missing its tests skip, each printing `SKIPPED`; libtest hides
+//! a passing test's output, so this runs without the harness and its lines are shown.
+//! In CI (`CI` set) a missing one is a failure.
+
+#[allow(dead_code)]
+#[path = "integration/common.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "integration/s3_server.rs"]
+mod s3_server;
+
+fn main() {
+    let ci = std::env::var_os("CI").is_some();
+    let mut missing = Vec::new();
+    let mut say = |what: &str, found: Option<String>, how: &str| match found {
+        Some(at) => println!("environment: {what}: {at}"),
+        None => {
+            println!("environment: {what}: missing, so its tests skip ({how})");
+            missing.push(what.to_string());
+        }
+    };
+    say(
+        "conformance files",
+        common::conformance_dir().map(|d| d.display().to_string()),
+        "set RASTORE_CONFORMANCE to the folder of ../shared/conformance",
+    );
+    let python = common::python_cmd()
+        .args(["-c", "import numpy, PIL; print(numpy.__version__)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| format!("NumPy {}", String::from_utf8_lossy(&o.stdout).trim()));
+    say(
+        "NumPy and Pillow",
+        python,
+        "python3 -m venv .venv && .venv/bin/pip install numpy pillow, as .ci/run does",
+    );
+    say(
+        "the S3 test server",
+        s3_server::binary().map(|p| p.display().to_string()),
+        "cargo install s3s-fs --version 0.14.1 --features binary --locked",
+    );
+    if ci && !missing.is_empty() {
+        eprintln!("environment: CI needs {}", missing.join(", "));
+        std::process::exit(1);
+    }
+}
