@@ -8,7 +8,6 @@
 
 use std::fs::{self, File};
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use ndarray::{ArrayViewD, Axis, IxDyn, Slice};
@@ -260,8 +259,7 @@ fn npy_to_ra(
         if nh.fortran_order || nh.shape.len() <= 1 {
             for (i, piece) in dst.chunks_mut(PIECE).enumerate() {
                 let off = nh.data_offset + (i * PIECE) as u64;
-                file.read_exact_at(piece, off)
-                    .map_err(io_at("read", input))?;
+                crate::sys::read_exact_at(&file, piece, off).map_err(io_at("read", input))?;
                 progress(((i * PIECE) + piece.len()) as u64, nbytes);
             }
         } else {
@@ -374,7 +372,7 @@ fn ra_to_npy(
     let descr = if h.dtype().kind() == Kind::User {
         let mut trailer =
             vec![0u8; (len - h.trailer_start(len)).min(ndl::MAX_TRAILER_YAML as u64) as usize];
-        file.read_exact_at(&mut trailer, h.trailer_start(len))
+        crate::sys::read_exact_at(&file, &mut trailer, h.trailer_start(len))
             .map_err(io_at("read metadata", input))?;
         ndl::numpy_descr(&trailer, h.dtype().elbyte).unwrap_or(Descr::Simple {
             order: '|',
@@ -444,8 +442,7 @@ fn copy_pieces(
     let mut pos = range.start;
     while pos < range.end {
         let n = (range.end - pos).min(PIECE as u64) as usize;
-        file.read_exact_at(&mut buf[..n], pos)
-            .map_err(io_at("read", input))?;
+        crate::sys::read_exact_at(file, &mut buf[..n], pos).map_err(io_at("read", input))?;
         let swapped = how.swap_end.saturating_sub(pos).min(n as u64) as usize;
         codec::swap_bytes(&mut buf[..swapped], how.unit);
         if how.bools {
@@ -628,6 +625,7 @@ fn ra_to_ra(
             let mut data = Vec::with_capacity(h.size() as usize);
             let range = h.data_offset()..h.data_end(len);
             copy_pieces((&file, input), range, how, (&mut data, output), progress)?;
+            drop(file);
             let write = options.write_options().metadata(trailer);
             return write_ra(options, write, output, &native, &data);
         }
@@ -637,7 +635,9 @@ fn ra_to_ra(
         } else {
             len
         };
-        atomic_write(output, options.placement(), end, |w| {
+        // `move`: the input is closed before the output takes its name (they may be one
+        // file, and Windows cannot replace a file that is open).
+        atomic_write(output, options.placement(), end, move |w| {
             w.write_all(&native.encode())
                 .map_err(io_at("write", output))?;
             copy_pieces(
@@ -650,6 +650,7 @@ fn ra_to_ra(
         })?;
         return Ok(Converted::default());
     }
+    drop(file);
     let raw = decoded(input)?;
     let write = options.write_options().metadata(raw.metadata);
     write_ra(options, write, output, &raw.header, &raw.data)

@@ -2,7 +2,6 @@
 //! (FORMAT.md section 8). No mapping here: `MappedRaMut` maps what this creates.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::dtype::DType;
@@ -116,19 +115,10 @@ impl CreateOptions {
                 .at(path)
             })?;
         if total > 0 {
-            rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, total).map_err(
-                |e| {
-                    Error::from(ErrorKind::Io {
-                        op: "reserve space (fallocate)",
-                        source: e.into(),
-                    })
-                    .at(path)
-                },
-            )?;
+            crate::sys::preallocate(file, total).map_err(io_at("reserve space", path))?;
         }
-        file.write_all_at(&header.encode(), 0)
-            .map_err(io_at("write header", path))?;
-        file.write_all_at(&self.metadata, data_end)
+        crate::sys::write_all_at(file, &header.encode(), 0).map_err(io_at("write header", path))?;
+        crate::sys::write_all_at(file, &self.metadata, data_end)
             .map_err(io_at("write metadata", path))
     }
 }

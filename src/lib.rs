@@ -79,6 +79,7 @@ pub use owned::{
     read, read_bool, read_bool_from, read_from, read_header_at, read_metadata, read_raw,
     read_raw_from, replace_metadata, reshape, write, write_to, DataReader, RawData, WriteOptions,
 };
+pub use sys::Advice;
 pub use view::{view_bytes, view_data, view_data_mut};
 
 /// The README's Rust examples, compiled as doc tests (they are `no_run`: compiled,

@@ -15,6 +15,7 @@ use crate::error::{io_at, ErrorKind, Result, ResultExt};
 use crate::header::Header;
 use crate::npy::NpyHeader;
 use crate::owned::{read_header_at_start, read_header_live};
+use crate::sys::Advice;
 use crate::view::{stored_data, trailer, view_data, view_data_mut};
 
 /// A RawArray file mapped read-only, its header validated.
@@ -130,11 +131,24 @@ impl MappedRa {
         crate::owned::read_typed(&mut self.as_bytes(), Some(len)).at(&self.path)
     }
 
-    /// Tells the kernel the data will be read front to back (`MADV_SEQUENTIAL`), so
-    /// it reads ahead aggressively. A hint: errors are ignored.
-    pub fn advise_sequential(&self) {
-        #[cfg(unix)]
-        let _ = self.map.advise(memmap2::Advice::Sequential);
+    /// Tells the system how the mapping will be used: [`Advice::Sequential`] before a
+    /// pass front to back (the kernel reads ahead aggressively), [`Advice::Random`] for
+    /// scattered access (it reads ahead nothing), [`Advice::Normal`] to go back. A hint:
+    /// `madvise` on Linux and macOS, nothing on Windows; errors are ignored.
+    pub fn advise(&self, advice: Advice) {
+        crate::sys::advise(&self.map, advice, None);
+    }
+
+    /// Asks for bytes `range` of the data segment to be read in now, ahead of use
+    /// (`MADV_WILLNEED`; nothing on Windows). A range past the data is cut to it.
+    pub fn will_need(&self, range: Range<u64>) {
+        let start = self.header.data_offset();
+        let end = start + self.data_bytes().len() as u64;
+        let (a, b) = (
+            (start + range.start).min(end),
+            (start.saturating_add(range.end)).min(end),
+        );
+        crate::sys::advise(&self.map, Advice::WillNeed, Some(a as usize..b as usize));
     }
 }
 

@@ -5,7 +5,6 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::error::{io_at, Error, Result};
@@ -63,8 +62,7 @@ fn read_at(file: &File, len: u64, offset: u64, n: u64, path: &Path) -> Result<Ve
         )));
     }
     let mut buf = vec![0u8; n as usize];
-    file.read_exact_at(&mut buf, offset)
-        .map_err(io_at("read", path))?;
+    crate::sys::read_exact_at(file, &mut buf, offset).map_err(io_at("read", path))?;
     Ok(buf)
 }
 
@@ -208,7 +206,7 @@ struct FileRange<'a> {
 
 impl Read for FileRange<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.file.read_at(buf, self.pos)?;
+        let n = crate::sys::read_at(self.file, buf, self.pos)?;
         self.pos += n as u64;
         Ok(n)
     }

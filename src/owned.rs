@@ -72,15 +72,15 @@ pub(crate) fn read_header(r: &mut impl Read, file_len: Option<u64>) -> Result<He
 }
 
 /// Reads and validates the header of an open file of length `len` with one `pread` of
-/// its first 512 bytes (more reads only for headers of over 58 dims, from the file's
-/// cursor: `file` must be freshly opened). Zeroing and copying 4 KiB instead cost 2%
-/// of an open. Every reader of a header from a `File` goes through here.
+/// its first 512 bytes (a second read only for headers of over 58 dims, sized by the
+/// file's length-checked `ndims`). Zeroing and copying 4 KiB instead cost 2% of an
+/// open. Every reader of a header from a `File` goes through here.
 pub(crate) fn read_header_at_start(file: &File, len: u64) -> Result<Header> {
     let mut buf = [0u8; 512];
     let want = len.min(buf.len() as u64) as usize;
     let mut got = 0;
     while got < want {
-        match std::os::unix::fs::FileExt::read_at(file, &mut buf[got..want], got as u64) {
+        match crate::sys::read_at(file, &mut buf[got..want], got as u64) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -89,7 +89,13 @@ pub(crate) fn read_header_at_start(file: &File, len: u64) -> Result<Header> {
     }
     match Header::required_len(&buf[..got], len) {
         Ok(h) if h <= got as u64 => Header::parse_prefix(&buf[..got], len),
-        Ok(_) => read_header(&mut &*file, Some(len)),
+        Ok(h) => {
+            // Rule 3 checked `h` against the file's length: nothing larger is sized.
+            let mut whole = vec![0u8; h as usize];
+            crate::sys::read_exact_at(file, &mut whole, 0)
+                .map_err(|e| Error::io("read header", e))?;
+            Header::parse_prefix(&whole, len)
+        }
         Err(e) => Err(e),
     }
 }
@@ -848,17 +854,18 @@ fn rewrite(
     let copy_len = copy_end - old.data_offset();
     let trailer = trailer.unwrap_or_default();
     let size = header.data_offset() + copy_len + trailer.len() as u64;
-    atomic_write(path, how, size, |w| {
-        w.write_all(&header.encode())
-            .map_err(io_at("write", path))?;
+    let (encoded, data_start) = (header.encode(), old.data_offset());
+    // `move`: the old file is closed before the new one takes its name, as Windows
+    // cannot replace a file that is open.
+    atomic_write(path, how, size, move |w| {
+        w.write_all(&encoded).map_err(io_at("write", path))?;
         let mut data = &f;
-        io::Seek::seek(&mut data, io::SeekFrom::Start(old.data_offset()))
-            .map_err(io_at("seek", path))?;
+        io::Seek::seek(&mut data, io::SeekFrom::Start(data_start)).map_err(io_at("seek", path))?;
         let copied = io::copy(&mut data.take(copy_len), w).map_err(io_at("copy", path))?;
         if copied != copy_len {
             return Err(ErrorKind::TruncatedData {
                 expected: copy_end,
-                actual: old.data_offset() + copied,
+                actual: data_start + copied,
             }
             .into());
         }

@@ -2,24 +2,24 @@
 //! writer builds the file out of sight and gives it its name only when it is complete.
 //!
 //! - On Linux the new file is created unnamed (`O_TMPFILE`), so a process killed while
-//!   writing leaves nothing behind. Where the file system does not support that, it is
-//!   a named temporary file with a short name (`.ra-PID-N.tmp`), removed on any error
-//!   or unwind.
+//!   writing leaves nothing behind. Elsewhere, and where the file system does not
+//!   support that, it is a named temporary file with a short name (`.ra-PID-N.tmp`),
+//!   removed on any error or unwind.
 //! - A target that is a symbolic link is followed: the file it points to is replaced
 //!   and the link stays.
 //! - A target that exists keeps its permission bits, and its owner and group where the
-//!   process may set them.
+//!   process may set them (Unix); its read-only attribute (Windows).
 //! - A target with other hard links is refused unless splitting them was asked for:
 //!   replacing it would leave the other names holding the old contents.
 //! - Errors name the target, never the temporary file.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{io_at, Error, ErrorKind, Result};
+use crate::sys;
 
 /// How a new file takes its name.
 #[derive(Debug, Clone, Copy, Default)]
@@ -66,7 +66,8 @@ pub(crate) fn resolve_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata
             Err(e) => return Err(Error::io("stat", e).at(path)),
         }
     }
-    Err(Error::io("follow links", io::Error::from_raw_os_error(40)).at(path))
+    let e = io::Error::other(format!("more than {MAX_LINKS} symbolic links"));
+    Err(Error::io("follow links", e).at(path))
 }
 
 /// The directory holding `path` (`.` for a bare file name).
@@ -81,36 +82,6 @@ pub(crate) fn parent_dir(path: &Path) -> &Path {
 fn temp_name(target: &Path) -> PathBuf {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     parent_dir(target).join(format!(".ra-{:x}-{n:x}.tmp", std::process::id()))
-}
-
-/// Opens an unnamed file in `dir`; `None` where the file system cannot.
-fn open_unnamed(dir: &Path) -> Option<File> {
-    use rustix::fs::{openat, Mode, OFlags, CWD};
-    let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
-    openat(CWD, dir, flags, Mode::from_raw_mode(0o666))
-        .ok()
-        .map(File::from)
-}
-
-/// Gives the unnamed `file` the name `to`; fails with `AlreadyExists` if it is taken.
-/// By descriptor where the process may (root; cheaper: no path lookup in /proc),
-/// else through `/proc/self/fd`.
-fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
-    use rustix::fs::{linkat, AtFlags, CWD};
-    match linkat(file, "", CWD, to, AtFlags::EMPTY_PATH) {
-        Ok(()) => return Ok(()),
-        Err(rustix::io::Errno::NOENT | rustix::io::Errno::PERM | rustix::io::Errno::INVAL) => {}
-        Err(e) => return Err(e.into()),
-    }
-    link_by_proc(file, to)
-}
-
-/// [`link_unnamed`] through `/proc/self/fd`, which any process may use.
-fn link_by_proc(file: &File, to: &Path) -> io::Result<()> {
-    use rustix::fs::{linkat, AtFlags, CWD};
-    use std::os::fd::AsRawFd;
-    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW).map_err(io::Error::from)
 }
 
 impl NewFile {
@@ -132,12 +103,13 @@ impl NewFile {
                     Error::from(ErrorKind::InvalidArgument("is a directory".into())).at(path),
                 );
             }
-            if m.nlink() > 1 && !how.split_links {
-                return Err(Error::from(ErrorKind::HardLinks { links: m.nlink() }).at(path));
+            let links = sys::link_count(m, &target).map_err(io_at("stat", path))?;
+            if links > 1 && !how.split_links {
+                return Err(Error::from(ErrorKind::HardLinks { links }).at(path));
             }
         }
         let dir = parent_dir(&target);
-        let (file, named) = match open_unnamed(dir).filter(|_| unnamed) {
+        let (file, named) = match sys::open_unnamed(dir).filter(|_| unnamed) {
             Some(f) => (f, None),
             None => {
                 let tmp = temp_name(&target);
@@ -170,22 +142,7 @@ impl NewFile {
     pub(crate) fn place(mut self) -> Result<()> {
         let path = self.shown.clone();
         if let Some(m) = &self.old {
-            use std::os::unix::fs::PermissionsExt;
-            let new = self.file.metadata().map_err(io_at("stat", &path))?;
-            // Owner first: changing it may clear set-id bits that the mode restores.
-            // Only the owner (or root) may give a file away: otherwise keep ours.
-            let chowned = (m.uid(), m.gid()) != (new.uid(), new.gid())
-                && rustix::fs::fchown(
-                    &self.file,
-                    Some(rustix::fs::Uid::from_raw(m.uid())),
-                    Some(rustix::fs::Gid::from_raw(m.gid())),
-                )
-                .is_ok();
-            if chowned || m.mode() & 0o7777 != new.mode() & 0o7777 {
-                self.file
-                    .set_permissions(fs::Permissions::from_mode(m.mode() & 0o7777))
-                    .map_err(io_at("set permissions", &path))?;
-            }
+            sys::carry_over(&self.file, m).map_err(io_at("set permissions", &path))?;
         }
         if self.how.durable {
             self.file.sync_all().map_err(io_at("fsync", &path))?;
@@ -193,16 +150,16 @@ impl NewFile {
         let named = match self.named.take() {
             Some(tmp) => tmp,
             None if !self.how.overwrite => {
-                return link_unnamed(&self.file, &self.target).map_err(|e| refused(e, &path));
+                return sys::link_unnamed(&self.file, &self.target).map_err(|e| refused(e, &path));
             }
             None => {
                 let tmp = temp_name(&self.target);
-                link_unnamed(&self.file, &tmp).map_err(io_at("name the new file", &path))?;
+                sys::link_unnamed(&self.file, &tmp).map_err(io_at("name the new file", &path))?;
                 tmp
             }
         };
         let placed = if self.how.overwrite {
-            fs::rename(&named, &self.target).map_err(io_at("rename", &path))
+            sys::replace(&named, &self.target, self.old.as_ref()).map_err(io_at("rename", &path))
         } else {
             // link() fails if the target exists: an atomic refuse-to-clobber.
             fs::hard_link(&named, &self.target).map_err(|e| refused(e, &path))
@@ -214,9 +171,7 @@ impl NewFile {
         placed?;
         if self.how.durable {
             let dir = parent_dir(&self.target);
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(io_at("fsync directory", dir))?;
+            sys::sync_dir(dir).map_err(io_at("fsync directory", dir))?;
         }
         Ok(())
     }
@@ -317,12 +272,13 @@ mod tests {
         assert_eq!(fs::read(&target).unwrap(), b"done");
         // An unnamed file named through /proc (the way for processes without the
         // privilege to link by descriptor).
-        if let Some(f) = open_unnamed(&dir) {
+        #[cfg(target_os = "linux")]
+        if let Some(f) = sys::open_unnamed(&dir) {
             (&f).write_all(b"proc").unwrap();
             let named = dir.join("by-proc.ra");
-            link_by_proc(&f, &named).unwrap();
+            sys::link_by_proc(&f, &named).unwrap();
             assert_eq!(fs::read(&named).unwrap(), b"proc");
-            let again = link_by_proc(&f, &named).unwrap_err();
+            let again = sys::link_by_proc(&f, &named).unwrap_err();
             assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
             fs::remove_file(&named).unwrap();
         }

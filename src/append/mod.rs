@@ -25,11 +25,9 @@ mod recover;
 pub use recover::{append_state, recover, AppendState, Recovery};
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use ndarray::{ArrayBase, Data, Dimension};
-use rustix::fs::{FallocateFlags, FlockOperation};
 
 use crate::dtype::{DType, Element};
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
@@ -38,6 +36,7 @@ use crate::layout::for_each_fortran_chunk;
 use crate::owned::read_header_at_start;
 use crate::padding::Padding;
 use crate::replace::{build_file, Placement};
+use crate::sys;
 
 /// Most dims a file can have and be appended to: the header's `size` and dims then lie
 /// within its first 512 bytes (`48 + 8 × 58`), one disk sector, so the one `pwrite`
@@ -106,9 +105,7 @@ impl AppendOptions {
             ..Placement::default()
         };
         build_file(path, how, |new| {
-            new.file()
-                .write_all_at(&header.encode(), 0)
-                .map_err(io_at("write", path))
+            sys::write_all_at(new.file(), &header.encode(), 0).map_err(io_at("write", path))
         })?;
         self.open(path)
     }
@@ -202,17 +199,15 @@ pub fn trailer_sidecar(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Takes the append lock on `file` (an exclusive `flock`), so that one appender or
-/// recovery at a time works on it.
+/// Takes the append lock on `file` (exclusive: see [`sys::try_lock`]), so that one
+/// appender or recovery at a time works on it.
 fn lock(file: &File, path: &Path) -> Result<()> {
     // A reader asking `ra info` holds a shared lock for a moment: try a few times.
     for _ in 0..50 {
-        match rustix::fs::flock(file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => return Ok(()),
-            Err(rustix::io::Errno::WOULDBLOCK) => {
-                std::thread::sleep(std::time::Duration::from_millis(2))
-            }
-            Err(e) => return Err(Error::io("lock", e.into()).at(path)),
+        match sys::try_lock(file, true) {
+            Ok(true) => return Ok(()),
+            Ok(false) => std::thread::sleep(std::time::Duration::from_millis(2)),
+            Err(e) => return Err(Error::io("lock", e).at(path)),
         }
     }
     Err(ErrorKind::InvalidArgument(
@@ -245,8 +240,7 @@ impl Appender {
         }
         let data_end = header.data_end(len);
         let mut trailer = vec![0u8; (len - data_end) as usize];
-        file.read_exact_at(&mut trailer, data_end)
-            .map_err(io_at("read metadata", path))?;
+        sys::read_exact_at(&file, &mut trailer, data_end).map_err(io_at("read metadata", path))?;
         if !trailer.is_empty() {
             // The trailer is safe in the sidecar before frames may overwrite it.
             let how = Placement {
@@ -256,9 +250,7 @@ impl Appender {
             };
             let sidecar = trailer_sidecar(path);
             build_file(&sidecar, how, |new| {
-                new.file()
-                    .write_all_at(&trailer, 0)
-                    .map_err(io_at("write", &sidecar))
+                sys::write_all_at(new.file(), &trailer, 0).map_err(io_at("write", &sidecar))
             })?;
         }
         write_flags(&file, path, header.flags().0 | Flags::APPENDING)?;
@@ -373,7 +365,7 @@ impl Appender {
     /// (`bytes.len()` a multiple of the frame's size). Returns the number of frames.
     pub fn append_bytes(&mut self, bytes: &[u8]) -> Result<u64> {
         let fb = self.frame_bytes;
-        if fb == 0 || bytes.len() as u64 % fb != 0 {
+        if fb == 0 || !(bytes.len() as u64).is_multiple_of(fb) {
             return Err(Error::from(ErrorKind::InvalidArgument(format!(
                 "{} bytes are not whole frames of {fb} bytes ({} {:?})",
                 bytes.len(),
@@ -414,8 +406,7 @@ impl Appender {
                 }
                 None => bytes,
             };
-            file.write_all_at(bytes, at)
-                .map_err(io_at("append", path))?;
+            sys::write_all_at(file, bytes, at).map_err(io_at("append", path))?;
             at += bytes.len() as u64;
             Ok(())
         });
@@ -447,18 +438,12 @@ impl Appender {
             return Ok(());
         }
         let to = end.max(self.reserved_to.saturating_add(self.reserve));
-        match rustix::fs::fallocate(
-            &self.file,
-            FallocateFlags::KEEP_SIZE,
-            self.reserved_to,
-            to - self.reserved_to,
-        ) {
-            Ok(()) => self.reserved_to = to,
-            // File systems without fallocate: space is found as frames are written.
-            Err(rustix::io::Errno::OPNOTSUPP) => self.reserve = 0,
-            Err(e) => {
-                return Err(Error::io("reserve space", e.into()).at(&self.path));
-            }
+        match sys::reserve_ahead(&self.file, self.reserved_to, to - self.reserved_to) {
+            Ok(true) => self.reserved_to = to,
+            // Platforms and file systems that cannot: space is found as frames are
+            // written.
+            Ok(false) => self.reserve = 0,
+            Err(e) => return Err(Error::io("reserve space", e).at(&self.path)),
         }
         Ok(())
     }
@@ -466,9 +451,7 @@ impl Appender {
     /// Cuts the file back to `len` (only bytes past the committed data, which no reader
     /// looks at while the appending flag is set).
     fn truncate_to(&mut self, len: u64) -> Result<()> {
-        self.file
-            .set_len(len)
-            .map_err(io_at("truncate", &self.path))
+        sys::set_len(&self.file, len).map_err(io_at("truncate", &self.path))
     }
 
     /// Makes the frames appended so far visible to readers that open the file from now
@@ -487,8 +470,7 @@ impl Appender {
         dims[last] += self.pending;
         let header = Header::new(self.dtype, &dims)?;
         let bytes = header.encode();
-        self.file
-            .write_all_at(&bytes[SIZE_AT as usize..], SIZE_AT)
+        sys::write_all_at(&self.file, &bytes[SIZE_AT as usize..], SIZE_AT)
             .map_err(io_at("write header", &self.path))?;
         if self.durable {
             self.file.sync_data().map_err(io_at("sync", &self.path))?;
@@ -534,8 +516,7 @@ impl Drop for Appender {
 
 /// Rewrites the flags word alone.
 fn write_flags(file: &File, path: &Path, flags: u64) -> Result<()> {
-    file.write_all_at(&flags.to_le_bytes(), FLAGS_AT)
-        .map_err(io_at("write header", path))
+    sys::write_all_at(file, &flags.to_le_bytes(), FLAGS_AT).map_err(io_at("write header", path))
 }
 
 /// The end of appending, for the appender and for recovery: `trailer` written after
@@ -558,13 +539,11 @@ fn close_file(
     let end = header.data_offset() + header.size();
     let trailer = crate::ndl::with_shape(trailer, header).unwrap_or_else(|| trailer.to_vec());
     if !trailer.is_empty() {
-        file.write_all_at(&trailer, end)
-            .map_err(io_at("write metadata", path))?;
+        sys::write_all_at(file, &trailer, end).map_err(io_at("write metadata", path))?;
         sync()?;
     }
     let mut fixed = [0u8; 16];
-    file.read_exact_at(&mut fixed, 0)
-        .map_err(io_at("read header", path))?;
+    sys::read_exact_at(file, &mut fixed, 0).map_err(io_at("read header", path))?;
     let flags = u64::from_le_bytes(fixed[8..].try_into().unwrap_or_default());
     write_flags(file, path, flags & !Flags::APPENDING)?;
     sync()?;
@@ -577,10 +556,8 @@ fn close_file(
     }
 }
 
-/// Gives back the space reserved past the end of the file, `eof` long. Truncating a
-/// file to its own length frees the blocks allocated beyond it (ext4, XFS and btrfs
-/// all do); punching a hole past the end frees nothing on ext4. Best effort: the length
-/// does not change, so no reader can tell.
+/// Gives back the space reserved past the end of the file, `eof` long
+/// ([`sys::release`]: the file truncated to its own length).
 fn release(file: &File, eof: u64) {
-    let _ = file.set_len(eof);
+    sys::release(file, eof);
 }

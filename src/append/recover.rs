@@ -3,8 +3,6 @@
 use std::fs::File;
 use std::path::Path;
 
-use rustix::fs::FlockOperation;
-
 use super::{close_file, open_locked, release, trailer_sidecar};
 use crate::error::{io_at, Error, Result, ResultExt};
 use crate::header::Header;
@@ -49,11 +47,8 @@ pub fn append_state(path: impl AsRef<Path>) -> Result<Option<AppendState>> {
     if !h.flags().appending() {
         return Ok(None);
     }
-    let appender_running = match rustix::fs::flock(&file, FlockOperation::NonBlockingLockShared) {
-        Ok(()) => false,
-        Err(rustix::io::Errno::WOULDBLOCK) => true,
-        Err(e) => return Err(Error::io("lock", e.into()).at(path)),
-    };
+    let appender_running =
+        !crate::sys::try_lock(&file, false).map_err(|e| Error::io("lock", e).at(path))?;
     let saved_trailer = std::fs::metadata(trailer_sidecar(path))
         .ok()
         .map(|m| m.len());
@@ -97,7 +92,7 @@ pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
 pub(super) fn repair(file: &File, path: &Path, h: &Header, len: u64) -> Result<Recovery> {
     let end = h.data_end(len);
     if len > end {
-        file.set_len(end).map_err(io_at("truncate", path))?;
+        crate::sys::set_len(file, end).map_err(io_at("truncate", path))?;
     }
     let sidecar = trailer_sidecar(path);
     let trailer = match std::fs::read(&sidecar) {

@@ -173,8 +173,19 @@ fn chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// Makes ring the process's TLS crypto provider, once, unless the program chose one
+/// (the HTTP client finds no provider otherwise: only ring is built in).
+fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // An error means a provider is installed already: the program's choice stands.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// The bucket's store, configured from the environment, with `options`' retries.
 pub(crate) fn store(url: &S3Url, options: &RemoteOptions) -> Result<Arc<AmazonS3>> {
+    install_tls_provider();
     let retry = RetryConfig {
         backoff: BackoffConfig {
             init_backoff: Duration::from_millis(50),

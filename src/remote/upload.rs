@@ -1,7 +1,6 @@
 //! Uploading a local file, or an array in memory, with a parallel multipart upload.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -26,7 +25,7 @@ impl Source for (&File, &Path) {
         Ok(self.0.metadata().map_err(io_at("stat", self.1))?.len())
     }
     fn read(&self, at: u64, buf: &mut [u8]) -> Result<()> {
-        self.0.read_exact_at(buf, at).map_err(io_at("read", self.1))
+        crate::sys::read_exact_at(self.0, buf, at).map_err(io_at("read", self.1))
     }
 }
 

@@ -1,11 +1,42 @@
 //! The platform layer: every operating-system call the crate makes that differs
 //! between platforms, behind one small set of functions. One file per platform
-//! family, as memmap2 splits its own: `unix.rs` (Linux and macOS, with Linux-only
+//! family, as memmap2 splits its own: `unix.rs` (Linux and macOS, with the Linux-only
 //! pieces under `cfg(target_os = "linux")`) and `windows.rs`. The rest of the crate
 //! never says `cfg(unix)`.
+//!
+//! | task | Linux | macOS | Windows |
+//! |---|---|---|---|
+//! | positioned reads and writes | `pread`, `pwrite` | `pread`, `pwrite` | `seek_read`, `seek_write` in a loop |
+//! | [`preallocate`] a new file | `fallocate` | `fcntl(F_PREALLOCATE)`, then `ftruncate` | `set_len`: nothing reserved |
+//! | [`reserve_ahead`] of an append | `fallocate(KEEP_SIZE)` | nothing | nothing |
+//! | [`release`] what was reserved | truncate to the length | the same | the same |
+//! | a file built unseen | `O_TMPFILE`, then `linkat` | a hidden temporary name | a hidden temporary name |
+//! | [`replace`] a file | `rename` | `rename` | `MoveFileExW(REPLACE_EXISTING)` (std's `rename`), read-only attribute kept |
+//! | [`carry_over`] mode and owner | `fchmod`, `fchown` | the same | nothing (Windows has neither) |
+//! | [`link_count`] | `st_nlink` | `st_nlink` | `nNumberOfLinks` |
+//! | [`sync_dir`] after a rename | `fsync` of the folder | the same | nothing (NTFS journals it) |
+//! | [`try_lock`] for appending | `flock` (std's `File::try_lock`) | the same | `LockFileEx` of one byte at 2^62 |
+//! | [`advise`] a mapping | `madvise` | `madvise` | nothing |
+//!
+//! Windows refuses to shrink, replace or delete a file that has a live mapping, in this
+//! process or another (`ERROR_USER_MAPPED_FILE`, 1224); every call here that can meet
+//! that says so in its error.
 
 #[cfg_attr(unix, path = "unix.rs")]
 #[cfg_attr(windows, path = "windows.rs")]
 mod imp;
 
 pub(crate) use imp::*;
+
+/// How a mapping will be used: a hint for [`MappedRa::advise`](crate::MappedRa::advise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advice {
+    /// No particular order (the kernel's default read-ahead).
+    Normal,
+    /// Front to back: read ahead aggressively, drop pages behind.
+    Sequential,
+    /// Scattered: read ahead nothing.
+    Random,
+    /// This range will be needed soon: start reading it now.
+    WillNeed,
+}

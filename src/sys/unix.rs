@@ -1,8 +1,23 @@
-//! Linux and macOS.
+//! Linux and macOS (and the other Unixes rustix serves). The Linux-only pieces, under
+//! `cfg(target_os = "linux")`: unnamed files (`O_TMPFILE`, `linkat`) and space
+//! reserved without changing the length (`fallocate(KEEP_SIZE)`).
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::ops::Range;
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use memmap2::Mmap;
+use rustix::fs::FallocateFlags;
+use rustix::io::Errno;
+
+use super::Advice;
+
+/// Reads up to `buf.len()` bytes at `offset`, without moving the file's cursor.
+pub(crate) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    file.read_at(buf, offset)
+}
 
 /// Reads exactly `buf.len()` bytes at `offset`, without moving the file's cursor.
 pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -12,4 +27,169 @@ pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Res
 /// Writes all of `buf` at `offset`, without moving the file's cursor.
 pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
     file.write_all_at(buf, offset)
+}
+
+/// Whether a file system said it cannot do what was asked (rather than failing).
+fn unsupported(e: Errno) -> bool {
+    e == Errno::OPNOTSUPP || e == Errno::NOTSUP || e == Errno::NOSYS
+}
+
+/// Makes `file` `len` bytes long with the space really reserved, so that a full disk
+/// is this error and never a `SIGBUS` on a later page fault: `fallocate` on Linux,
+/// `fcntl(F_PREALLOCATE)` then `ftruncate` on macOS. A file system that cannot
+/// reserve space (some network ones) gets the length alone.
+pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<()> {
+    match rustix::fs::fallocate(file, FallocateFlags::empty(), 0, len) {
+        Err(e) if unsupported(e) => file.set_len(len),
+        r => r.map_err(io::Error::from),
+    }
+}
+
+/// Reserves disk space for `len` bytes from `offset` without changing the file's
+/// length, so that readers never see it; `Ok(false)` where the platform or the file
+/// system cannot (then nothing is reserved, and a full disk is an error of the write
+/// that needs the space).
+pub(crate) fn reserve_ahead(file: &File, offset: u64, len: u64) -> io::Result<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        match rustix::fs::fallocate(file, FallocateFlags::KEEP_SIZE, offset, len) {
+            Ok(()) => Ok(true),
+            Err(e) if unsupported(e) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, offset, len);
+        Ok(false)
+    }
+}
+
+/// Sets the length of `file` (shrinking drops what lies past it).
+pub(crate) fn set_len(file: &File, len: u64) -> io::Result<()> {
+    file.set_len(len)
+}
+
+/// Gives back the space reserved past the end of `file`, `len` long: truncating a
+/// file to its own length frees the blocks allocated beyond it (ext4, XFS, btrfs;
+/// punching a hole past the end frees nothing on ext4). Best effort: the length does
+/// not change, so no reader can tell.
+pub(crate) fn release(file: &File, len: u64) {
+    let _ = file.set_len(len);
+}
+
+/// Opens a new file in `dir` that has no name yet, where the platform and the file
+/// system can (Linux `O_TMPFILE`); `None` elsewhere.
+pub(crate) fn open_unnamed(dir: &Path) -> Option<File> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{openat, Mode, OFlags, CWD};
+        let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
+        openat(CWD, dir, flags, Mode::from_raw_mode(0o666))
+            .ok()
+            .map(File::from)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
+/// Gives a file from [`open_unnamed`] the name `to`; fails with `AlreadyExists` if it
+/// is taken. By descriptor where the process may (root; no path lookup in `/proc`),
+/// else through `/proc/self/fd`.
+pub(crate) fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{linkat, AtFlags, CWD};
+        match linkat(file, "", CWD, to, AtFlags::EMPTY_PATH) {
+            Ok(()) => return Ok(()),
+            Err(Errno::NOENT | Errno::PERM | Errno::INVAL) => {}
+            Err(e) => return Err(e.into()),
+        }
+        link_by_proc(file, to)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, to);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// [`link_unnamed`] through `/proc/self/fd`, which any process may use.
+#[cfg(target_os = "linux")]
+pub(crate) fn link_by_proc(file: &File, to: &Path) -> io::Result<()> {
+    use rustix::fs::{linkat, AtFlags, CWD};
+    use std::os::fd::AsRawFd;
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW).map_err(io::Error::from)
+}
+
+/// Gives the new `file` what the file it replaces had (`old`): its owner and group
+/// where the process may set them, and its permission bits.
+pub(crate) fn carry_over(file: &File, old: &Metadata) -> io::Result<()> {
+    let new = file.metadata()?;
+    // Owner first: changing it may clear set-id bits that the mode restores. Only the
+    // owner (or root) may give a file away: otherwise keep ours.
+    let chowned = (old.uid(), old.gid()) != (new.uid(), new.gid())
+        && rustix::fs::fchown(
+            file,
+            Some(rustix::fs::Uid::from_raw(old.uid())),
+            Some(rustix::fs::Gid::from_raw(old.gid())),
+        )
+        .is_ok();
+    if chowned || old.mode() & 0o7777 != new.mode() & 0o7777 {
+        file.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o7777))?;
+    }
+    Ok(())
+}
+
+/// Renames `from` over `to` in one atomic step (`old`: what `to` was, if anything).
+pub(crate) fn replace(from: &Path, to: &Path, old: Option<&Metadata>) -> io::Result<()> {
+    let _ = old;
+    std::fs::rename(from, to)
+}
+
+/// How many names (hard links) the file of `meta`, at `path`, has.
+pub(crate) fn link_count(meta: &Metadata, path: &Path) -> io::Result<u64> {
+    let _ = path;
+    Ok(meta.nlink())
+}
+
+/// Syncs the folder `dir`, so that a rename in it survives a power loss.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir).and_then(|d| d.sync_all())
+}
+
+/// Takes the append lock on `file` without waiting: exclusive (an appender, a
+/// recovery) or shared (a look at whether one runs); `Ok(false)` when another
+/// process holds it. `flock`, through std's `File::try_lock`.
+pub(crate) fn try_lock(file: &File, exclusive: bool) -> io::Result<bool> {
+    let r = if exclusive {
+        file.try_lock()
+    } else {
+        file.try_lock_shared()
+    };
+    match r {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
+/// Tells the kernel how `range` of `map` (all of it: `None`) will be used. A hint:
+/// errors are ignored.
+pub(crate) fn advise(map: &Mmap, advice: Advice, range: Option<Range<usize>>) {
+    let advice = match advice {
+        Advice::Normal => memmap2::Advice::Normal,
+        Advice::Sequential => memmap2::Advice::Sequential,
+        Advice::Random => memmap2::Advice::Random,
+        Advice::WillNeed => memmap2::Advice::WillNeed,
+    };
+    let _ = match range {
+        Some(r) if !r.is_empty() => map.advise_range(advice, r.start, r.len()),
+        Some(_) => Ok(()),
+        None => map.advise(advice),
+    };
 }

@@ -6,7 +6,7 @@
 //! environment variable naming the file: `append_child_appends` and
 //! `append_child_reads`.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -120,6 +120,8 @@ fn readers_see_committed_frames_only_and_a_dropped_appender_discards_the_rest() 
     out.commit().unwrap();
     assert_eq!(check_frames(&p), Ok(1));
     out.append(&frame_of(1)).unwrap();
+    // Unmapped first: Windows refuses to cut a mapped file (see `platform`).
+    drop(m);
     drop(out);
     assert_eq!(check_frames(&p), Ok(1));
     let (h, len) = rastore::read_header_at(&p).unwrap();
@@ -419,16 +421,24 @@ fn an_appender_killed_at_random_points_leaves_a_valid_prefix() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Often right away (inside open and its repair), else after some commits.
-        let wait_us = if seed % 4 == 0 {
+        let mut lines = BufReader::new(c.stdout.take().unwrap()).lines();
+        // Often right away (inside open and its repair), else after some commits,
+        // counted from the child's first one (a process starts slowly under Wine).
+        let mut committed = 0;
+        let wait_us = if seed.is_multiple_of(4) {
             seed % 3000
         } else {
+            for line in lines.by_ref() {
+                if let Some(n) = line.unwrap().strip_prefix("committed ") {
+                    committed = n.parse().unwrap();
+                    break;
+                }
+            }
             seed % 30_000
         };
         std::thread::sleep(Duration::from_micros(wait_us));
         c.kill().unwrap();
-        let mut committed = 0;
-        for line in BufReader::new(c.stdout.take().unwrap()).lines() {
+        for line in lines {
             // libtest's own lines come first, and a killed child may end mid-line.
             let line = line.unwrap();
             if let Some(n) = line
@@ -483,6 +493,7 @@ fn append_child_reads() {
     let path = Path::new(&path);
     let (mut opens, mut seen) = (0u64, std::collections::BTreeSet::new());
     let deadline = Instant::now() + Duration::from_secs(60);
+    println!("reading");
     loop {
         let n = check_last_frame(path).unwrap_or_else(|e| {
             eprintln!("invalid after {opens} opens: {e}");
@@ -505,18 +516,32 @@ fn a_reader_reopening_while_frames_arrive_never_sees_an_invalid_file() {
         .durable(false)
         .create(&p, DType::U32, &FRAME)
         .unwrap();
-    let reader = child("append::append_child_reads", &p)
+    let mut reader = child("append::append_child_reads", &p)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    // Frames only once the reader reads (a process starts slowly under Wine).
+    let mut said = BufReader::new(reader.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("reading") {
+        line.clear();
+        assert!(said.read_line(&mut line).unwrap() > 0, "the reader ended");
+    }
     for t in 0..READER_FRAMES {
         out.append(&frame_of(t)).unwrap();
         out.commit().unwrap();
+        // Paced, so that a slow reader (under Wine an open takes milliseconds) still
+        // sees the file at many lengths: about a second in all.
+        if t % 20 == 19 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
     out.finish().unwrap();
-    let o = reader.wait_with_output().unwrap();
-    let said = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{said}");
+    let mut rest = String::new();
+    said.read_to_string(&mut rest).unwrap();
+    let status = reader.wait().unwrap();
+    let said = rest;
+    assert!(status.success(), "{said}");
     let line = said.lines().find_map(|l| l.split_once("opens ")).unwrap().1;
     let distinct: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
     println!("{line}");

@@ -441,7 +441,7 @@ fn write_npy<T: rastore::Element>(path: &Path, a: &ndarray::ArrayD<T>) {
 /// for the judge; returns the `ra diff` arguments and the judge's line.
 fn diff_case<T: Sample>(dir: &Path, k: usize, rng: &mut Rng) -> (Vec<String>, String) {
     let n = 1 + rng.below(9);
-    let shape = if n % 3 == 0 && rng.below(2) == 0 {
+    let shape = if n.is_multiple_of(3) && rng.below(2) == 0 {
         vec![3, n / 3]
     } else {
         vec![n]

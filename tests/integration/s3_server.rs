@@ -36,6 +36,25 @@ pub fn binary() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The server's root folder, and its name as the server gives it. The server is a
+/// Linux program also when the tests run under Wine, which shows the Linux root as
+/// drive `Z:`: there the folder is made under `Z:\tmp`, and named `/tmp/...`.
+fn server_root() -> (tempfile::TempDir, PathBuf) {
+    #[cfg(windows)]
+    {
+        let d = tempfile::tempdir_in(r"Z:\tmp").expect("server root");
+        let shown = d.path().to_string_lossy();
+        let unix = shown.trim_start_matches("Z:").replace('\\', "/");
+        (d, PathBuf::from(unix))
+    }
+    #[cfg(not(windows))]
+    {
+        let d = tempfile::tempdir().expect("server root");
+        let p = d.path().to_path_buf();
+        (d, p)
+    }
+}
+
 pub struct Server {
     child: Child,
     pub port: u16,
@@ -61,13 +80,10 @@ impl Server {
             println!("SKIPPED: s3s-fs not found (cargo install s3s-fs --version 0.14.1 --features binary --locked)");
             return None;
         };
-        let root = tempfile::tempdir().expect("server root");
+        let (root, served) = server_root();
         std::fs::create_dir(root.path().join(BUCKET)).expect("bucket");
         let port = free_port();
-        let child = Command::new(&bin)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--access-key", KEY, "--secret-key", SECRET])
-            .arg(root.path())
+        let child = server_command(&bin, port, &served)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -130,8 +146,39 @@ fn list(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The command that starts s3s-fs on `port` over the folder it names `served`.
+#[cfg(not(windows))]
+fn server_command(bin: &Path, port: u16, served: &Path) -> Command {
+    let mut c = Command::new(bin);
+    c.args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--access-key", KEY, "--secret-key", SECRET])
+        .arg(served);
+    c
+}
+
+/// Under Wine, s3s-fs (a Linux program) is started by a Linux shell, which leaves its
+/// process id in the root folder: a Windows process cannot end a Linux one, `kill`
+/// can (and `timeout` ends it in any case).
+#[cfg(windows)]
+fn server_command(bin: &Path, port: u16, served: &Path) -> Command {
+    let bin = bin.to_string_lossy();
+    let unix_bin = bin.trim_start_matches("Z:").replace('\\', "/");
+    let script = format!(
+        "echo $$ > {0}/server.pid; exec timeout 900 {unix_bin} --host 127.0.0.1 --port {port} \
+         --access-key {KEY} --secret-key {SECRET} {0} >/dev/null 2>&1 </dev/null",
+        served.display()
+    );
+    let mut c = Command::new("/bin/sh");
+    c.args(["-c", &script]);
+    c
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
+        #[cfg(windows)]
+        if let Ok(pid) = std::fs::read_to_string(self.root.path().join("server.pid")) {
+            let _ = Command::new("/bin/kill").arg(pid.trim()).status();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -189,7 +189,7 @@ fn a_size_no_filesystem_holds_fails_at_create_and_leaves_nothing() {
         matches!(
             e.kind(),
             ErrorKind::Io {
-                op: "reserve space (fallocate)",
+                op: "reserve space",
                 ..
             }
         ),
@@ -302,9 +302,13 @@ fn ra_create_makes_a_preallocated_zeroed_file() {
     assert_eq!(f.header().dims(), &[64, 32, 3]);
     assert_eq!(f.header().dtype(), DType::F32);
     assert!(f.view::<f32>().unwrap().iter().all(|&x| x == 0.0));
-    // Space is reserved, not sparse.
-    use std::os::unix::fs::MetadataExt;
-    assert!(std::fs::metadata(&p).unwrap().blocks() * 512 >= 64 * 32 * 3 * 4);
+    drop(f); // replaced next: Windows refuses that while mapped
+             // Space is reserved, not sparse (Unix reports the blocks).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        assert!(std::fs::metadata(&p).unwrap().blocks() * 512 >= 64 * 32 * 3 * 4);
+    }
     let again = Command::new(ra)
         .args(["create"])
         .arg(&p)

@@ -610,7 +610,7 @@ fn infer_dims(dims: &[i128], count: u64) -> Result<Vec<u64>, String> {
         .iter()
         .try_fold(1u64, |a, &d| a.checked_mul(d))
         .ok_or("the dims overflow")?;
-    if product == 0 || count % product != 0 {
+    if product == 0 || !count.is_multiple_of(product) {
         return Err(format!(
             "cannot infer the -1 in {dims:?}: {count} elements are not a multiple of {product}"
         ));

@@ -73,7 +73,7 @@ pub fn run(args: &Args) -> Outcome {
     let s = t.elapsed().as_secs_f64();
     writeln!(
         say,
-        "create        {:>9.3} s  (header written, {:.2} GiB reserved with fallocate)",
+        "create        {:>9.3} s  (header written, {:.2} GiB of space reserved)",
         s,
         gib(nbytes)
     )?;
@@ -118,7 +118,7 @@ pub fn run(args: &Args) -> Outcome {
         file.metadata().len()
     )?;
 
-    file.advise_sequential();
+    file.advise(rastore::Advice::Sequential);
     let t = Instant::now();
     let (sum, max) = sum_max(view.as_slice_memory_order().unwrap_or(&[]));
     let s = t.elapsed().as_secs_f64();

@@ -140,6 +140,7 @@ impl Input {
 
     /// Decoded column-major bytes of `dims`, of which only the last axis's indices
     /// from `origin` on are held (all of them when `origin` is 0 and `data` is whole).
+    #[cfg(feature = "s3")]
     pub fn owned(dtype: DType, dims: Vec<u64>, origin: u64, data: Vec<u8>) -> Input {
         let mut held = dims.clone();
         if let Some((last, frame_dims)) = held.split_last_mut() {

@@ -9,6 +9,7 @@ mod demo;
 mod elements;
 mod extract;
 mod input;
+#[cfg_attr(not(feature = "s3"), path = "no_remote.rs")]
 mod remote;
 mod slice;
 mod stats;
@@ -54,6 +55,7 @@ enum Command {
     /// Give a file new dims with the same element count, in column-major order (NumPy's order='F').
     Reshape(commands::ReshapeArgs),
     /// Many nodes filling one s3:// object: begin (prints the token), plan, put a part, complete, abort.
+    #[cfg(feature = "s3")]
     #[command(subcommand)]
     Fill(remote::FillCommand),
     /// Append frames along the last axis, committing as it goes; the file is valid at every moment.
@@ -135,6 +137,7 @@ fn main() -> ExitCode {
         Command::Reshape(a) => commands::reshape(&a),
         Command::Convert(a) => commands::convert(&a),
         Command::Append(a) => append::append(&a),
+        #[cfg(feature = "s3")]
         Command::Fill(c) => remote::fill(&c),
         Command::Recover(a) => append::recover(&a),
     };
