@@ -72,8 +72,8 @@ fn b1_files(dir: &Path, label: &str, n: u64) -> [PathBuf; 3] {
     let ra_header = rastore::Header::new(rastore::DType::F32, &[n])
         .expect("header")
         .encode();
-    let npy_header = rastore::npy::NpyHeader::encode(
-        &rastore::npy::Descr::for_dtype(rastore::DType::F32).expect("f32"),
+    let npy_header = rastore::formats::npy::NpyHeader::encode(
+        &rastore::formats::npy::Descr::for_dtype(rastore::DType::F32).expect("f32"),
         true,
         &[n],
     );
@@ -396,7 +396,7 @@ fn bench_b4(c: &mut Criterion) {
                     let f = File::open(&names[k % pool][1]).expect("open");
                     let len = f.metadata().expect("stat").len();
                     let r = std::io::BufReader::new(f);
-                    black_box(rastore::png_io::decode(r, len).expect("decode"))
+                    black_box(rastore::formats::png::decode(r, len).expect("decode"))
                 })
             });
             g.bench_function(format!("{name}/floor_fs_read"), |b| {

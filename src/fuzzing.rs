@@ -14,10 +14,10 @@ use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
 
-use crate::convert::{convert, ConvertOptions};
 use crate::dtype::DType;
+use crate::formats::convert::{convert, ConvertOptions};
+use crate::formats::npy::NpyHeader;
 use crate::header::{Encoding, Header, MAGIC};
-use crate::npy::NpyHeader;
 
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
@@ -247,7 +247,7 @@ pub fn describe(data: &[u8]) {
         return;
     };
     let peak = peak_during(|| {
-        let text = crate::ndl::describe("fuzz.ra", &h, data);
+        let text = crate::formats::ndl::describe("fuzz.ra", &h, data);
         let docs = yaml_rust2::YamlLoader::load_from_str(&text).expect("describe prints YAML");
         assert_eq!(docs.len(), 1);
     });
@@ -410,7 +410,7 @@ fn check_npy_conversion(h: &NpyHeader, fortran: bool, body: &[u8], output: &Path
     assert_eq!(raw.header.dims(), &h.shape[..]);
     let item = h.descr.itemsize().expect("itemsize of a converted descr") as usize;
     let count = raw.data.len() / item.max(1);
-    let swap = h.descr.big_endian() && !matches!(h.descr, crate::npy::Descr::Struct(_));
+    let swap = h.descr.big_endian() && !matches!(h.descr, crate::formats::npy::Descr::Struct(_));
     let unit = raw.header.dtype().swap_unit().filter(|_| swap).unwrap_or(1);
     let bools = raw.header.dtype() == DType::BOOL;
     // The input's strides in elements: column-major, or reversed for C order
@@ -466,7 +466,7 @@ pub fn ra_export(data: &[u8]) {
             let out = std::fs::read(&npy).expect("read the .npy written");
             let h = NpyHeader::parse(&out).expect("our .npy header parses");
             let (_, nbytes) = h.data_len().expect("its shape fits");
-            crate::npy::check_numpy_shape(&h.shape, h.descr.itemsize().unwrap_or(1))
+            crate::formats::npy::check_numpy_shape(&h.shape, h.descr.itemsize().unwrap_or(1))
                 .expect("NumPy can hold what we write");
             assert_eq!(out.len() as u64, h.data_offset + nbytes);
         }

@@ -134,7 +134,7 @@ impl Fixed {
         } else {
             return Err(ErrorKind::NotRawArray {
                 magic,
-                found: crate::sniff::what(bytes),
+                found: crate::formats::sniff::what(bytes),
             }
             .into());
         };

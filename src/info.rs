@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use crate::append::{append_state, AppendState};
 use crate::error::{Result, ResultExt};
+use crate::formats::npy::NpyHeader;
 use crate::header::{Encoding, Header};
-use crate::npy::NpyHeader;
 
 /// A file's header, trailer length and appending state.
 #[derive(Debug, Clone)]
@@ -110,7 +110,7 @@ impl FileInfo {
 pub fn npy_header(path: impl AsRef<Path>) -> Result<NpyHeader> {
     let path = path.as_ref();
     let f = std::fs::File::open(path).map_err(crate::error::io_at("open", path))?;
-    crate::npy::read_header(&mut std::io::BufReader::new(f)).at(path)
+    crate::formats::npy::read_header(&mut std::io::BufReader::new(f)).at(path)
 }
 
 /// What `ra info --json` says of a `.npy` file: keys `path, format ("npy"), version,

@@ -7,6 +7,14 @@
 
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Dimension, Ix2, IxDyn, ShapeBuilder, Slice};
 
+use crate::error::{Error, ErrorKind, Result};
+
+/// Progress callback: `(bytes done, bytes total)`.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// Bytes reordered between progress reports.
+const PIECE: usize = 16 << 20;
+
 /// Edge of the square tiles of the blocked transpose of strided planes (ndarray's
 /// `assign` per tile).
 const TILE: usize = 64;
@@ -167,6 +175,69 @@ pub fn for_each_fortran_chunk<T: bytemuck::Zeroable + Copy, E>(
         }
     }
     Ok(())
+}
+
+/// Reorders C-order elements of `itemsize` bytes into column-major order, slab by slab
+/// along the last axis so that progress can be reported.
+pub fn transpose_c_to_f(
+    src: &[u8],
+    shape: &[usize],
+    itemsize: usize,
+    dst: &mut [u8],
+    progress: Progress,
+) -> Result<()> {
+    let bad = |e: &dyn std::fmt::Display| -> Error {
+        ErrorKind::InvalidArgument(format!("shape {shape:?} of {itemsize}-byte items: {e}")).into()
+    };
+    fn typed<E: bytemuck::Pod>(
+        src: &[u8],
+        shape: &[usize],
+        dst: &mut [u8],
+        progress: Progress,
+        bad: impl Fn(&dyn std::fmt::Display) -> Error,
+    ) -> Result<()> {
+        let s: &[E] = bytemuck::try_cast_slice(src).map_err(|e| bad(&e))?;
+        let d: &mut [E] = bytemuck::try_cast_slice_mut(dst).map_err(|e| bad(&e))?;
+        let v = ArrayViewD::from_shape(IxDyn(shape), s).map_err(|e| bad(&e))?;
+        by_slabs(&v, d, std::mem::size_of::<E>(), progress);
+        Ok(())
+    }
+    match itemsize {
+        1 => typed::<[u8; 1]>(src, shape, dst, progress, bad),
+        2 => typed::<[u8; 2]>(src, shape, dst, progress, bad),
+        4 => typed::<[u8; 4]>(src, shape, dst, progress, bad),
+        8 => typed::<[u8; 8]>(src, shape, dst, progress, bad),
+        16 => typed::<[u8; 16]>(src, shape, dst, progress, bad),
+        n => {
+            // Bytes as one more, fastest axis in C order; moved first, it is the fastest
+            // axis of the column-major output too.
+            let mut ext = shape.to_vec();
+            ext.push(n);
+            let v = ArrayViewD::from_shape(IxDyn(&ext), src).map_err(|e| bad(&e))?;
+            let mut axes: Vec<usize> = (0..ext.len()).collect();
+            axes.rotate_right(1);
+            by_slabs(&v.permuted_axes(axes), dst, 1, progress);
+            Ok(())
+        }
+    }
+}
+
+fn by_slabs<E: Copy>(v: &ArrayViewD<'_, E>, dst: &mut [E], size: usize, progress: Progress) {
+    let total = (dst.len() * size) as u64;
+    if v.ndim() == 0 || v.is_empty() {
+        copy_to_fortran(v, dst);
+        return progress(total, total);
+    }
+    let last = Axis(v.ndim() - 1);
+    let dl = v.len_of(last);
+    let per = v.len() / dl;
+    let step = (PIECE / (per * size).max(1)).max(1);
+    for k0 in (0..dl).step_by(step) {
+        let k1 = (k0 + step).min(dl);
+        let part = v.slice_axis(last, Slice::from(k0..k1));
+        copy_to_fortran(&part, &mut dst[k0 * per..k1 * per]);
+        progress((k1 * per * size) as u64, total);
+    }
 }
 
 #[cfg(test)]

@@ -38,11 +38,11 @@
 
 mod append;
 pub mod codec;
-pub mod convert;
 mod create;
 mod dtype;
 mod error;
 pub mod fill;
+pub mod formats;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -51,16 +51,11 @@ pub mod info;
 pub mod json;
 mod layout;
 mod mapped;
-pub mod ndl;
-pub mod npy;
-pub mod npz;
 mod owned;
 pub mod padding;
-pub mod png_io;
 #[cfg(feature = "s3")]
 pub mod remote;
 mod replace;
-pub mod sniff;
 mod sys;
 pub mod values;
 mod view;
@@ -73,7 +68,7 @@ pub use create::{create_file, CreateOptions};
 pub use dtype::{DType, Element, Kind};
 pub use error::{Error, ErrorKind, Result, ViewRefusal};
 pub use header::{header_len, Encoding, Flags, Header, FIXED_LEN, MAGIC};
-pub use layout::copy_to_fortran;
+pub use layout::{copy_to_fortran, transpose_c_to_f, Progress};
 pub use mapped::{MappedNpy, MappedRa, MappedRaMut};
 pub use owned::{
     read, read_bool, read_bool_from, read_from, read_header_at, read_metadata, read_raw,

@@ -12,8 +12,8 @@ use ndarray::{ArrayD, ArrayView, ArrayViewD, ArrayViewMutD, Dimension};
 use crate::create::CreateOptions;
 use crate::dtype::{DType, Element};
 use crate::error::{io_at, ErrorKind, Result, ResultExt};
+use crate::formats::npy::NpyHeader;
 use crate::header::Header;
-use crate::npy::NpyHeader;
 use crate::owned::{read_header_at_start, read_header_live};
 use crate::sys::Advice;
 use crate::view::{stored_data, trailer, view_data, view_data_mut};
@@ -398,7 +398,7 @@ impl MappedNpy {
         let path = path.as_ref();
         let mut file = File::open(path).map_err(io_at("open", path))?;
         let len = file.metadata().map_err(io_at("stat", path))?.len();
-        let header = crate::npy::read_header(&mut file).at(path)?;
+        let header = crate::formats::npy::read_header(&mut file).at(path)?;
         let (_, data_len) = header.data_len().at(path)?;
         let end = header.data_offset.saturating_add(data_len);
         if end > len {

@@ -462,7 +462,7 @@ impl DataReader {
             }
             _ => {
                 drop(file);
-                let raw = crate::convert::decoded(path)?;
+                let raw = crate::formats::convert::decoded(path)?;
                 (raw.header, raw.metadata, Source::Decoded(raw.data))
             }
         };
@@ -919,7 +919,7 @@ impl WriteOptions {
         refuse_appending(&old).at(path)?;
         let new = old.reshaped(dims).at(path)?;
         let trailer = read_metadata(path)?;
-        let updated = crate::ndl::with_shape(&trailer, &new).filter(|t| *t != trailer);
+        let updated = crate::formats::ndl::with_shape(&trailer, &new).filter(|t| *t != trailer);
         if let Some(t) = updated {
             rewrite(path, self.placement(), |old| old.reshaped(dims), Some(&t))
         } else if new.ndims() == old.ndims() {

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use crate::dtype::{DType, Kind};
 use crate::error::{ErrorKind, Result};
-use crate::npy::Descr;
+use crate::formats::npy::Descr;
 
 /// Most padding runs an element may have: more is refused rather than walked.
 const MAX_RUNS: usize = 1 << 16;
@@ -44,7 +44,7 @@ impl Padding {
         if dtype.kind() != Kind::User || trailer.is_empty() {
             return None;
         }
-        let descr = crate::ndl::numpy_descr(trailer, dtype.elbyte)?;
+        let descr = crate::formats::ndl::numpy_descr(trailer, dtype.elbyte)?;
         Padding::of(&descr).ok().flatten()
     }
 

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rastore::convert::ConvertOptions;
-use rastore::npy::Descr;
+use rastore::formats::convert::ConvertOptions;
+use rastore::formats::npy::Descr;
 use rastore::{CreateOptions, DType, Header, WriteOptions};
 
 use crate::errors::{error, to_py};
@@ -133,7 +133,7 @@ fn convert(
         .compress(compress)
         .overwrite(overwrite)
         .split_links(split_links);
-    py.detach(|| rastore::convert::convert(&input, &output, &options, &mut |_, _| ()))
+    py.detach(|| rastore::formats::convert::convert(&input, &output, &options, &mut |_, _| ()))
         .map(drop)
         .map_err(to_py)
 }
@@ -148,7 +148,7 @@ fn type_name(eltype: u64, elbyte: u64) -> String {
 /// `elbyte` bytes, as `ra convert` writes it.
 #[pyfunction]
 fn descr_of(trailer: &[u8], elbyte: u64) -> Option<String> {
-    rastore::ndl::numpy_descr(trailer, elbyte).map(|d| d.to_python())
+    rastore::formats::ndl::numpy_descr(trailer, elbyte).map(|d| d.to_python())
 }
 
 /// The NDL trailer that records a NumPy descr (given as Python source) for data of
@@ -165,6 +165,6 @@ fn descr_trailer<'py>(
     let descr = Descr::parse(descr).map_err(to_py)?;
     Ok(PyBytes::new(
         py,
-        &rastore::ndl::descr_trailer(&header, &descr),
+        &rastore::formats::ndl::descr_trailer(&header, &descr),
     ))
 }

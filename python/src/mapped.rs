@@ -53,7 +53,7 @@ fn is_npy(path: &std::path::Path) -> bool {
     let mut magic = [0u8; 6];
     std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok_and(|()| rastore::sniff::is_npy(&magic))
+        .is_ok_and(|()| rastore::formats::sniff::is_npy(&magic))
 }
 
 /// Why the data cannot be used in place, if it cannot.
@@ -188,7 +188,7 @@ impl MappedFileCore {
         } = slf.borrow_mut().region()?;
         let path = slf.borrow().path.clone();
         let itemsize = dtype.itemsize() as u64;
-        rastore::npy::check_numpy_shape(&dims, itemsize).map_err(|e| {
+        rastore::formats::npy::check_numpy_shape(&dims, itemsize).map_err(|e| {
             error(format!(
                 "{}: NumPy cannot hold dims {dims:?}: {e}",
                 path.display()

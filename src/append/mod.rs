@@ -537,7 +537,8 @@ fn close_file(
         Ok(())
     };
     let end = header.data_offset() + header.size();
-    let trailer = crate::ndl::with_shape(trailer, header).unwrap_or_else(|| trailer.to_vec());
+    let trailer =
+        crate::formats::ndl::with_shape(trailer, header).unwrap_or_else(|| trailer.to_vec());
     if !trailer.is_empty() {
         sys::write_all_at(file, &trailer, end).map_err(io_at("write metadata", path))?;
         sync()?;

@@ -205,9 +205,9 @@ impl RemoteRa {
     }
 
     /// [`read_raw`](Self::read_raw), decoded as `ra` reads files
-    /// ([`decode`](crate::convert::decode)): BitArrays unpacked, Bools checked.
+    /// ([`decode`](crate::formats::convert::decode)): BitArrays unpacked, Bools checked.
     pub fn decoded(&self) -> Result<RawData> {
-        crate::convert::decode(self.read_raw()?).at(&self.url.shown())
+        crate::formats::convert::decode(self.read_raw()?).at(&self.url.shown())
     }
 
     /// The whole array.

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use rastore::formats::npy::{Descr, NpyHeader};
 use rastore::ndarray::{Array1, Array2, Array3};
-use rastore::npy::{Descr, NpyHeader};
 use rastore::{ndarray, WriteOptions};
 
 use crate::cli::ra;

@@ -382,8 +382,8 @@ fn a_killed_convert_leaves_nothing_beside_the_destination() {
     let d = tmp();
     let input = d.path().join("big.npy");
     // A C-order .npy of 192 MiB: the transpose takes long enough to be killed in.
-    let mut header = rastore::npy::NpyHeader::encode(
-        &rastore::npy::Descr::parse("'<f4'").unwrap(),
+    let mut header = rastore::formats::npy::NpyHeader::encode(
+        &rastore::formats::npy::Descr::parse("'<f4'").unwrap(),
         false,
         &[4096, 4096, 3],
     );
@@ -454,8 +454,11 @@ fn ra_to_npy_refuses_shapes_numpy_cannot_hold() {
 fn bools_are_0_or_1_and_bits_means_bitarray() {
     let d = tmp();
     let npy = d.path().join("b.npy");
-    let mut f =
-        rastore::npy::NpyHeader::encode(&rastore::npy::Descr::parse("'|b1'").unwrap(), true, &[4]);
+    let mut f = rastore::formats::npy::NpyHeader::encode(
+        &rastore::formats::npy::Descr::parse("'|b1'").unwrap(),
+        true,
+        &[4],
+    );
     f.extend([0, 1, 255, 2]);
     std::fs::write(&npy, &f).unwrap();
     let ra_path = d.path().join("b.ra");
@@ -546,8 +549,11 @@ fn names_and_messages_reach_the_terminal_escaped() {
 fn numpy_long_double_is_stored_opaque_with_its_descr() {
     let d = tmp();
     let npy = d.path().join("ld.npy");
-    let mut f =
-        rastore::npy::NpyHeader::encode(&rastore::npy::Descr::parse("'<f16'").unwrap(), true, &[2]);
+    let mut f = rastore::formats::npy::NpyHeader::encode(
+        &rastore::formats::npy::Descr::parse("'<f16'").unwrap(),
+        true,
+        &[2],
+    );
     let body: Vec<u8> = (0..32).collect();
     f.extend(&body);
     std::fs::write(&npy, &f).unwrap();

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
-use rastore::convert::{decoded, ConvertOptions};
+use rastore::formats::convert::{decoded, ConvertOptions};
 use rastore::values::Tolerance;
 use rastore::{DType, WriteOptions};
 
@@ -273,7 +273,7 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
 }
 
 /// The header of a `.npy`, read alone (not its data).
-fn npy_header(path: &Path) -> Result<rastore::npy::NpyHeader, Fail> {
+fn npy_header(path: &Path) -> Result<rastore::formats::npy::NpyHeader, Fail> {
     Ok(rastore::info::npy_header(path)?)
 }
 
@@ -320,11 +320,11 @@ pub fn describe(a: &FileArg) -> Outcome {
     let doc = if remote::is_remote(&a.file) {
         remote::describe(&a.file)?
     } else if is_npy(&a.file) {
-        rastore::ndl::describe_npy(&name, &npy_header(&a.file)?)?
+        rastore::formats::ndl::describe_npy(&name, &npy_header(&a.file)?)?
     } else {
         let (h, _) = rastore::read_header_at(&a.file)?;
         let trailer = rastore::read_metadata(&a.file)?;
-        rastore::ndl::describe(&name, &h, &trailer)
+        rastore::formats::ndl::describe(&name, &h, &trailer)
     };
     io::stdout().write_all(doc.as_bytes())?;
     Ok(())
@@ -469,8 +469,11 @@ pub fn meta(a: &MetaArgs) -> Outcome {
         let (h, _) = rastore::read_header_at(&a.file)?;
         let old = rastore::read_metadata(&a.file)?;
         let elbyte = h.dtype().elbyte;
-        let needed = rastore::ndl::numpy_descr(&old, elbyte);
-        if needed.is_some() && rastore::ndl::numpy_descr(&bytes, elbyte).is_none() && !a.force {
+        let needed = rastore::formats::ndl::numpy_descr(&old, elbyte);
+        if needed.is_some()
+            && rastore::formats::ndl::numpy_descr(&bytes, elbyte).is_none()
+            && !a.force
+        {
             return Err(Fail::Data(format!(
                 "{}: the trailer describes the fields of its {} elements, and the new one \
                  does not: they would become opaque bytes (pass --force to drop it, or use \
@@ -495,7 +498,7 @@ pub fn meta(a: &MetaArgs) -> Outcome {
             .collect::<Result<Vec<_>, _>>()?;
         let (h, _) = rastore::read_header_at(&a.file)?;
         let old = rastore::read_metadata(&a.file)?;
-        let new = rastore::ndl::edit_attributes(&h, &old, &set, &a.del_attr)
+        let new = rastore::formats::ndl::edit_attributes(&h, &old, &set, &a.del_attr)
             .map_err(|e| e.at(&a.file))?;
         options.replace_metadata(&a.file, &new)?;
         return Ok(());
@@ -655,7 +658,7 @@ pub fn convert(a: &ConvertArgs) -> Outcome {
             b.set_position(done);
         }
     };
-    let result = rastore::convert::convert(&a.input, &a.output, &options, &mut progress);
+    let result = rastore::formats::convert::convert(&a.input, &a.output, &options, &mut progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

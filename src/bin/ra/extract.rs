@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rastore::convert::{ConvertOptions, Format};
+use rastore::formats::convert::{ConvertOptions, Format};
 use rastore::{CreateOptions, DType, Header, Kind};
 use rayon::prelude::*;
 
@@ -47,10 +47,14 @@ fn fields_trailer(input: &Input, path: &Path, dims: &[u64]) -> rastore::Result<V
     }
     let descr = match &input.npy {
         Some(nh) => Some(nh.descr.clone()),
-        None => rastore::ndl::numpy_descr(&rastore::read_metadata(path)?, input.dtype.elbyte),
+        None => {
+            rastore::formats::ndl::numpy_descr(&rastore::read_metadata(path)?, input.dtype.elbyte)
+        }
     };
     let header = Header::new(input.dtype, dims)?;
-    Ok(descr.map_or_else(Vec::new, |d| rastore::ndl::descr_trailer(&header, &d)))
+    Ok(descr.map_or_else(Vec::new, |d| {
+        rastore::formats::ndl::descr_trailer(&header, &d)
+    }))
 }
 
 /// Removes a file when dropped (the intermediate `.ra` of a slice to `.npy`/`.png`).
@@ -105,14 +109,14 @@ pub fn slice(a: &SliceArgs) -> Outcome {
         .overwrite(true)
         .metadata(trailer)
         .create_filled(&tmp.0, input.dtype, &dims, fill)?;
-    rastore::convert::convert(&tmp.0, &a.output, &options, &mut |_, _| ())?;
+    rastore::formats::convert::convert(&tmp.0, &a.output, &options, &mut |_, _| ())?;
     Ok(())
 }
 
 /// An input of `ra stack` and `ra append`: element type, dims and column-major native bytes.
 pub fn load(path: &Path) -> rastore::Result<(DType, Vec<u64>, Vec<u8>)> {
     if Format::of(path).ok() == Some(Format::Png) {
-        let img = rastore::png_io::decode_file(path)?;
+        let img = rastore::formats::png::decode_file(path)?;
         return Ok((img.dtype, img.dims, img.data));
     }
     let input = Input::open(path)?;

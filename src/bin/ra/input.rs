@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use rastore::npy::NpyHeader;
+use rastore::formats::npy::NpyHeader;
 use rastore::{DType, Encoding, MappedNpy, MappedRa};
 
 /// Where the element bytes are.
@@ -49,14 +49,14 @@ pub fn is_npy(path: &Path) -> bool {
     let mut magic = [0u8; 6];
     std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok_and(|()| rastore::sniff::is_npy(&magic))
+        .is_ok_and(|()| rastore::formats::sniff::is_npy(&magic))
 }
 
 impl Input {
     /// Opens `path` by its contents: a `.npy` as NumPy's format, else a `.ra`.
     pub fn open(path: &Path) -> rastore::Result<Input> {
         match Self::open_ra(path) {
-            Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) => {
+            Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::formats::sniff::NPY_NAME) => {
                 Self::open_npy(path)
             }
             r => r,
@@ -83,7 +83,7 @@ impl Input {
         }
         // Compressed, packed or the other byte order: decoded into memory.
         drop(map);
-        let raw = rastore::convert::decoded(path)?;
+        let raw = rastore::formats::convert::decoded(path)?;
         Ok(Input {
             dtype: raw.header.dtype(),
             dims,
@@ -109,7 +109,7 @@ impl Input {
             strides = rev;
         }
         let swap = nh.descr.big_endian() != cfg!(target_endian = "big")
-            && !matches!(nh.descr, rastore::npy::Descr::Struct(_));
+            && !matches!(nh.descr, rastore::formats::npy::Descr::Struct(_));
         let bytes = match dtype.swap_unit() {
             Some(unit) if swap && unit > 1 => {
                 let mut v = map.data_bytes().to_vec();

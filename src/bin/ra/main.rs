@@ -96,7 +96,7 @@ pub fn message(e: &rastore::Error) -> String {
         ErrorKind::Exists => "; pass --overwrite to replace it",
         ErrorKind::HardLinks { .. } => "; pass --split-links to replace this name only",
         ErrorKind::NotRawArray {
-            found: Some(rastore::sniff::NPY_NAME),
+            found: Some(rastore::formats::sniff::NPY_NAME),
             ..
         } => "; this command works on .ra files: `ra convert` the .npy to .ra first",
         ErrorKind::NotRawArray { found: Some(_), .. } => {

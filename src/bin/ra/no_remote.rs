@@ -38,7 +38,7 @@ pub fn input(p: &Path, _spec: Option<&str>) -> Result<(Input, Vec<Sel>), Fail> {
 pub fn convert(
     input: &Path,
     output: &Path,
-    _options: &rastore::convert::ConvertOptions,
+    _options: &rastore::formats::convert::ConvertOptions,
     _compress: bool,
 ) -> Outcome {
     unsupported(if is_remote(input) { input } else { output })

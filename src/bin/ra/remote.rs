@@ -36,7 +36,11 @@ pub fn info(p: &Path) -> rastore::Result<rastore::info::FileInfo> {
 /// `ra describe` of an object: the header and the trailer (a suffix GET).
 pub fn describe(p: &Path) -> rastore::Result<String> {
     let r = RemoteRa::open(url(p))?;
-    Ok(rastore::ndl::describe(url(p), r.header(), &r.metadata()?))
+    Ok(rastore::formats::ndl::describe(
+        url(p),
+        r.header(),
+        &r.metadata()?,
+    ))
 }
 
 /// `ra verify` of an object: fetched whole and decoded.
@@ -88,7 +92,7 @@ pub fn input(p: &Path, spec: Option<&str>) -> Result<(Input, Vec<Sel>), Fail> {
 pub fn convert(
     input: &Path,
     output: &Path,
-    options: &rastore::convert::ConvertOptions,
+    options: &rastore::formats::convert::ConvertOptions,
     compress: bool,
 ) -> Outcome {
     let remote = RemoteOptions::default();
@@ -106,19 +110,19 @@ pub fn convert(
         input.to_path_buf()
     };
     if is_remote(output) {
-        let plain_ra =
-            rastore::convert::Format::of(&source).ok() == Some(rastore::convert::Format::Ra);
+        let plain_ra = rastore::formats::convert::Format::of(&source).ok()
+            == Some(rastore::formats::convert::Format::Ra);
         let upload = if plain_ra && !compress {
             source
         } else {
             let p = scratch.path("upload.ra");
-            let o = rastore::convert::ConvertOptions::new().compress(compress);
-            rastore::convert::convert(&source, &p, &o, &mut |_, _| ())?;
+            let o = rastore::formats::convert::ConvertOptions::new().compress(compress);
+            rastore::formats::convert::convert(&source, &p, &o, &mut |_, _| ())?;
             p
         };
         upload_file(&upload, url(output), &remote)?;
     } else {
-        rastore::convert::convert(&source, output, options, &mut |_, _| ())?;
+        rastore::formats::convert::convert(&source, output, options, &mut |_, _| ())?;
     }
     Ok(())
 }

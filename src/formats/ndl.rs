@@ -12,8 +12,8 @@ use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
 
 use crate::dtype::{DType, Kind};
 use crate::error::{Error, ErrorKind, Result};
+use crate::formats::npy::{Descr, Field};
 use crate::header::Header;
-use crate::npy::{Descr, Field};
 
 /// Largest trailer parsed as YAML.
 pub const MAX_TRAILER_YAML: usize = 1 << 20;
@@ -405,7 +405,7 @@ pub fn describe(file: &str, header: &Header, trailer: &[u8]) -> String {
 
 /// `ra describe` of a `.npy`: its type (with the descr of an opaque one) and shape,
 /// and where its data lies.
-pub fn describe_npy(file: &str, nh: &crate::npy::NpyHeader) -> Result<String> {
+pub fn describe_npy(file: &str, nh: &crate::formats::npy::NpyHeader) -> Result<String> {
     let dtype = nh.descr.dtype()?;
     let header = Header::new(dtype, &nh.shape)?;
     let mut doc = document(Some(file), &header, Some(&nh.descr), None);

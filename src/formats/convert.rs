@@ -10,25 +10,22 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::Path;
 
-use ndarray::{ArrayViewD, Axis, IxDyn, Slice};
-
 use crate::codec;
 use crate::create::CreateOptions;
 use crate::dtype::{DType, Kind};
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
+use crate::formats::ndl;
+use crate::formats::npy::{self, Descr, NpyHeader};
+use crate::formats::png;
 use crate::header::{Encoding, Flags, Header};
-use crate::layout::copy_to_fortran;
+use crate::layout::transpose_c_to_f;
 use crate::mapped::MappedNpy;
-use crate::ndl;
-use crate::npy::{self, Descr, NpyHeader};
 use crate::owned::{atomic_write, open_len, read_header_at_start, RawData, WriteOptions};
 use crate::padding::Padding;
-use crate::png_io;
 use crate::replace::{refuse_existing, Placement};
 use crate::view::shape_usize;
 
-/// Progress callback: `(bytes done, bytes total)`.
-pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+pub use crate::layout::Progress;
 
 /// Bytes moved between progress reports.
 const PIECE: usize = 16 << 20;
@@ -298,69 +295,6 @@ fn npy_to_ra(
     Ok(Converted::default())
 }
 
-/// Reorders C-order elements of `itemsize` bytes into column-major order, slab by slab
-/// along the last axis so that progress can be reported.
-pub fn transpose_c_to_f(
-    src: &[u8],
-    shape: &[usize],
-    itemsize: usize,
-    dst: &mut [u8],
-    progress: Progress,
-) -> Result<()> {
-    let bad = |e: &dyn std::fmt::Display| -> Error {
-        ErrorKind::InvalidArgument(format!("shape {shape:?} of {itemsize}-byte items: {e}")).into()
-    };
-    fn typed<E: bytemuck::Pod>(
-        src: &[u8],
-        shape: &[usize],
-        dst: &mut [u8],
-        progress: Progress,
-        bad: impl Fn(&dyn std::fmt::Display) -> Error,
-    ) -> Result<()> {
-        let s: &[E] = bytemuck::try_cast_slice(src).map_err(|e| bad(&e))?;
-        let d: &mut [E] = bytemuck::try_cast_slice_mut(dst).map_err(|e| bad(&e))?;
-        let v = ArrayViewD::from_shape(IxDyn(shape), s).map_err(|e| bad(&e))?;
-        by_slabs(&v, d, std::mem::size_of::<E>(), progress);
-        Ok(())
-    }
-    match itemsize {
-        1 => typed::<[u8; 1]>(src, shape, dst, progress, bad),
-        2 => typed::<[u8; 2]>(src, shape, dst, progress, bad),
-        4 => typed::<[u8; 4]>(src, shape, dst, progress, bad),
-        8 => typed::<[u8; 8]>(src, shape, dst, progress, bad),
-        16 => typed::<[u8; 16]>(src, shape, dst, progress, bad),
-        n => {
-            // Bytes as one more, fastest axis in C order; moved first, it is the fastest
-            // axis of the column-major output too.
-            let mut ext = shape.to_vec();
-            ext.push(n);
-            let v = ArrayViewD::from_shape(IxDyn(&ext), src).map_err(|e| bad(&e))?;
-            let mut axes: Vec<usize> = (0..ext.len()).collect();
-            axes.rotate_right(1);
-            by_slabs(&v.permuted_axes(axes), dst, 1, progress);
-            Ok(())
-        }
-    }
-}
-
-fn by_slabs<E: Copy>(v: &ArrayViewD<'_, E>, dst: &mut [E], size: usize, progress: Progress) {
-    let total = (dst.len() * size) as u64;
-    if v.ndim() == 0 || v.is_empty() {
-        copy_to_fortran(v, dst);
-        return progress(total, total);
-    }
-    let last = Axis(v.ndim() - 1);
-    let dl = v.len_of(last);
-    let per = v.len() / dl;
-    let step = (PIECE / (per * size).max(1)).max(1);
-    for k0 in (0..dl).step_by(step) {
-        let k1 = (k0 + step).min(dl);
-        let part = v.slice_axis(last, Slice::from(k0..k1));
-        copy_to_fortran(&part, &mut dst[k0 * per..k1 * per]);
-        progress((k1 * per * size) as u64, total);
-    }
-}
-
 fn ra_to_npy(
     input: &Path,
     output: &Path,
@@ -476,7 +410,7 @@ fn npz_to_dir(
     progress: Progress,
 ) -> Result<Converted> {
     let (file, len) = open_len(input)?;
-    let members = crate::npz::members(&file, len, input).at(input)?;
+    let members = crate::formats::npz::members(&file, len, input).at(input)?;
     let to_file = match Format::by_extension(dir).ok_or(()) {
         Ok(Format::Ra) if members.len() == 1 => true,
         Ok(_) => {
@@ -527,7 +461,7 @@ fn npz_to_dir(
         let tmp = folder.join(format!(".ra-npz-{:x}-{i}.npy", std::process::id()));
         let _removed = Removed(&tmp);
         let mut w = std::io::BufWriter::new(File::create(&tmp).map_err(io_at("create", &out))?);
-        crate::npz::extract(&file, len, m, input, &mut w).at(input)?;
+        crate::formats::npz::extract(&file, len, m, input, &mut w).at(input)?;
         w.flush().map_err(io_at("write", &out))?;
         drop(w);
         let r = npy_to_ra(&tmp, &out, options, progress)
@@ -542,14 +476,14 @@ fn no_npy_type(d: DType) -> Error {
 }
 
 fn png_to_ra(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
-    let img = png_io::decode_file(input)?;
+    let img = png::decode_file(input)?;
     let header = Header::new(img.dtype, &img.dims)?;
     write_ra(options, options.write_options(), output, &header, &img.data)
 }
 
 /// A PNG as NumPy and Pillow show it: `[height, width(, channels)]`.
 fn png_to_npy(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
-    let img = png_io::decode_file(input)?;
+    let img = png::decode_file(input)?;
     let descr = Descr::for_dtype(img.dtype).ok_or_else(|| no_npy_type(img.dtype))?;
     let npy_header = NpyHeader::encode(&descr, true, &img.dims);
     let size = (npy_header.len() + img.data.len()) as u64;
@@ -584,7 +518,7 @@ fn npy_to_png(input: &Path, output: &Path, options: &ConvertOptions) -> Result<C
         codec::swap_bytes(&mut data, unit);
     }
     atomic_write(output, options.placement(), data.len() as u64, |w| {
-        png_io::encode(&header, &data, w)
+        png::encode(&header, &data, w)
     })?;
     Ok(Converted::default())
 }
@@ -592,7 +526,7 @@ fn npy_to_png(input: &Path, output: &Path, options: &ConvertOptions) -> Result<C
 fn ra_to_png(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
     let raw = decoded(input)?;
     atomic_write(output, options.placement(), raw.data.len() as u64, |w| {
-        png_io::encode(&raw.header, &raw.data, w)
+        png::encode(&raw.header, &raw.data, w)
     })?;
     Ok(Converted::default())
 }

@@ -117,7 +117,7 @@ pub fn decode(r: impl BufRead + Seek, input_len: u64) -> Result<Image> {
     } else {
         1
     };
-    crate::convert::transpose_c_to_f(&rows, &shape, sample, &mut data, &mut |_, _| ())?;
+    crate::layout::transpose_c_to_f(&rows, &shape, sample, &mut data, &mut |_, _| ())?;
     let dtype = if sample == 2 {
         // PNG samples are big-endian.
         crate::codec::swap_bytes(&mut data, if cfg!(target_endian = "big") { 1 } else { 2 });
