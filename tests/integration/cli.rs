@@ -4,14 +4,20 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{conformance_dir, tmp, words, MAGIC};
+use crate::common::{conformance_dir, loader_failed, tmp, words, MAGIC};
 
 pub fn ra() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ra"))
 }
 
 fn run(args: &[&str]) -> Output {
-    ra().args(args).output().unwrap()
+    for _ in 0..3 {
+        let out = ra().args(args).output().unwrap();
+        if !loader_failed(&out.status) {
+            return out;
+        }
+    }
+    panic!("ra {args:?}: the Windows loader failed to start it three times");
 }
 
 fn stdout(o: &Output) -> String {

@@ -12,7 +12,7 @@ use rastore::ndarray::{Array1, Array2, Array3};
 use rastore::{ndarray, WriteOptions};
 
 use crate::cli::ra;
-use crate::common::tmp;
+use crate::common::{loader_failed, tmp};
 
 /// Mutated inputs per run: about 1,200 `ra` processes, a few seconds.
 const CASES: usize = 90;
@@ -171,8 +171,19 @@ fn mutate(rng: &mut Rng, data: &[u8]) -> Vec<u8> {
     d
 }
 
-/// Runs `ra args`, killing it if it hangs.
+/// Runs `ra args`, killing it if it hangs, and starting it again if the Windows
+/// loader refused it (see `loader_failed`).
 fn run(args: &[String]) -> Output {
+    for _ in 0..3 {
+        let out = run_once(args);
+        if !loader_failed(&out.status) {
+            return out;
+        }
+    }
+    panic!("ra {args:?}: the Windows loader failed to start it three times");
+}
+
+fn run_once(args: &[String]) -> Output {
     let mut child: std::process::Child = ra()
         .args(args)
         .stdin(Stdio::null())

@@ -103,3 +103,11 @@ pub fn noise(n: usize, mut seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Whether a child process died in the Windows loader before its `main` ran:
+/// `STATUS_DLL_INIT_FAILED` (0xC0000142). Wine returns it now and then when many
+/// processes start at once on a busy machine; the program under test never ran, so
+/// the caller starts it again. No Unix exit code can take this value.
+pub fn loader_failed(status: &std::process::ExitStatus) -> bool {
+    status.code() == Some(0xC000_0142_u32 as i32)
+}
