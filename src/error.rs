@@ -184,6 +184,12 @@ pub enum ErrorKind {
         /// The store's error.
         detail: String,
     },
+    /// Object storage has no object under the key (Python's `FileNotFoundError`).
+    #[error("{op}: no such object")]
+    NoSuchObject {
+        /// What was being done (`get`, `head`, ...).
+        op: &'static str,
+    },
     /// A caller-supplied argument is invalid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

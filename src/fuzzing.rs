@@ -476,3 +476,52 @@ pub fn ra_export(data: &[u8]) {
     // encoder's deflate state is a fixed few hundred KiB.
     check_peak_beyond("ra_export", &file, peak, 24, PNG_ENCODER_BYTES);
 }
+
+/// Largest array (and chunk) the `zarr` target decodes: bigger ones are checked and
+/// skipped, so that the allocation bound below holds.
+#[cfg(feature = "zarr")]
+const ZARR_BYTES: u64 = 4 << 20;
+
+/// A Zarr array from untrusted bytes: `zarr.json` (or `.zarray`, when the input starts
+/// `{"zarr_format": 2`) up to a `\n\0` separator, and one stored chunk after it under
+/// every key a first chunk can have. Opening checks the metadata (never a panic or an
+/// allocation sized by it); a small array is then decoded whole, and decodes to its
+/// declared length or is an error.
+#[cfg(feature = "zarr")]
+pub fn zarr(data: &[u8]) {
+    use crate::formats::zarr::ZarrInput;
+    let split = data
+        .windows(2)
+        .position(|w| w == b"\n\0")
+        .unwrap_or(data.len());
+    let (meta, chunk) = (&data[..split], data.get(split + 2..).unwrap_or_default());
+    let name = if meta.starts_with(b"{\"zarr_format\": 2") {
+        ".zarray"
+    } else {
+        "zarr.json"
+    };
+    let keys = ["c", "c/0", "c/0/0", "c/0/0/0", "0", "0.0", "0.0.0"];
+    let mut files = vec![(name, meta)];
+    files.extend(keys.iter().map(|k| (*k, chunk)));
+    let peak = peak_during(|| {
+        let Ok(z) = ZarrInput::open_in_memory(&files) else {
+            return;
+        };
+        let (Ok(dtype), dims) = (z.dtype(), z.dims()) else {
+            return;
+        };
+        let bytes = |shape: &[u64]| {
+            shape
+                .iter()
+                .try_fold(dtype.elbyte, |a, &d| a.checked_mul(d))
+        };
+        let small = |b: Option<u64>| b.is_some_and(|b| b <= ZARR_BYTES);
+        if small(bytes(dims)) && small(bytes(z.chunk_shape())) {
+            let mut out = vec![0u8; bytes(dims).unwrap_or(0) as usize];
+            let _ = z.read_into(&mut out, &mut |_, _| ());
+            let _ = z.trailer();
+        }
+    });
+    // The output, a chunk decoded and its column-major copy, and the codecs' state.
+    check_peak_beyond("zarr", data, peak, 4, 3 * ZARR_BYTES as usize + (16 << 20));
+}

@@ -25,7 +25,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// A fuzz target's body.
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 10] = [
+const TARGETS: [(&str, Target); 11] = [
     ("header", fuzzing::header),
     ("file", fuzzing::file),
     ("npy_header", fuzzing::npy_header),
@@ -36,6 +36,7 @@ const TARGETS: [(&str, Target); 10] = [
     ("npy_to_ra", fuzzing::npy_to_ra),
     ("ra_export", fuzzing::ra_export),
     ("print", print::print),
+    ("zarr", fuzzing::zarr),
 ];
 
 fn inputs(target: &str) -> Vec<PathBuf> {

@@ -91,6 +91,8 @@ pub struct ConvertOptions {
     compress: bool,
     overwrite: bool,
     split_links: bool,
+    #[cfg(feature = "zarr")]
+    zarr: crate::formats::zarr::ZarrOptions,
 }
 
 impl ConvertOptions {
@@ -118,6 +120,26 @@ impl ConvertOptions {
     pub fn split_links(mut self, yes: bool) -> Self {
         self.split_links = yes;
         self
+    }
+
+    /// The chunk shape of a Zarr output (default: whole frames of about 16 MiB).
+    #[cfg(feature = "zarr")]
+    pub fn chunks(mut self, chunks: Option<Vec<u64>>) -> Self {
+        self.zarr.chunks = chunks;
+        self
+    }
+
+    /// The codec of a Zarr output (with [`compress`](Self::compress) and none named:
+    /// zstd).
+    #[cfg(feature = "zarr")]
+    pub fn zarr_codec(mut self, codec: crate::formats::zarr::Codec) -> Self {
+        self.zarr.codec = codec;
+        self
+    }
+
+    /// Whether the output is to be compressed.
+    pub fn compresses(&self) -> bool {
+        self.compress
     }
 
     /// Refuses an existing `output` unless overwriting, before any work is done.
@@ -157,6 +179,10 @@ pub fn convert(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
+    #[cfg(feature = "zarr")]
+    if is_zarr(input) || is_zarr(output) {
+        return zarr_convert(input, output, options, progress);
+    }
     if Format::of(input)? == Format::Npz {
         return npz_to_dir(input, output, options, progress);
     }
@@ -175,6 +201,52 @@ pub fn convert(
         ))
         .into()),
     }
+}
+
+/// Whether `path` names a Zarr array (always false without the `zarr` feature).
+pub fn is_zarr(path: &Path) -> bool {
+    #[cfg(feature = "zarr")]
+    return crate::formats::zarr::is_zarr(path);
+    #[cfg(not(feature = "zarr"))]
+    {
+        let _ = path;
+        false
+    }
+}
+
+/// `.ra` → Zarr, or Zarr → `.ra` (a Zarr array converts to and from `.ra` alone).
+#[cfg(feature = "zarr")]
+fn zarr_convert(
+    input: &Path,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    use crate::formats::zarr::{self, Codec, Location};
+    let (zin, zout) = (zarr::is_zarr(input), zarr::is_zarr(output));
+    let ra = |p: &Path| Format::by_extension(p) == Some(Format::Ra);
+    if zin && ra(output) {
+        options.check_output(output)?;
+        let create = crate::CreateOptions::new()
+            .overwrite(options.overwrite)
+            .split_links(options.split_links);
+        zarr::zarr_to_ra(&Location::of(input), output, &create, progress)?;
+    } else if zout && ra(input) {
+        let mut z = options.zarr.clone();
+        z.overwrite = options.overwrite;
+        if options.compress && z.codec == Codec::None {
+            z.codec = Codec::Zstd(3);
+        }
+        zarr::ra_to_zarr(input, &Location::of(output), &z, progress)?;
+    } else {
+        return Err(ErrorKind::Unsupported(format!(
+            "{} to {}: a Zarr array converts to and from .ra (convert other formats to .ra first)",
+            input.display(),
+            output.display()
+        ))
+        .into());
+    }
+    Ok(Converted::default())
 }
 
 /// Writes a whole `.ra` of plain `data` as `options` say, and reports whether asked-for

@@ -9,6 +9,7 @@
 //! | PNG | [`png`] | 1- to 16-bit images | 8- and 16-bit images |
 //! | NDL YAML trailers | [`ndl`] | shape, type, compound, attributes | the same |
 //! | what a file is, by its first bytes | [`sniff`] | | |
+//! | Zarr v3 and v2 (feature `zarr`) | `zarr` | v3 and v2 arrays, local or in S3 | v3 arrays |
 
 pub mod convert;
 pub mod ndl;
@@ -16,3 +17,5 @@ pub mod npy;
 pub mod npz;
 pub mod png;
 pub mod sniff;
+#[cfg(feature = "zarr")]
+pub mod zarr;

@@ -82,6 +82,24 @@ fn ndarray_of(doc: &Yaml) -> Option<&Yaml> {
     doc["ndarrays"].as_hash()?.values().next()
 }
 
+/// The attributes of an NDL trailer's ndarray (or, in a plain YAML mapping without
+/// `ndarrays`, its top-level keys), if the trailer is NDL and has any.
+pub fn attributes(trailer: &[u8]) -> Option<Hash> {
+    let doc = parse_trailer(trailer)?;
+    let attrs = match ndarray_of(&doc) {
+        Some(nd) => nd["attributes"].as_hash()?.clone(),
+        None if doc["ndarrays"].is_badvalue() => doc.as_hash()?.clone(),
+        None => return None,
+    };
+    (!attrs.is_empty()).then_some(attrs)
+}
+
+/// The ndarray entity of an NDL trailer (shape, type, attributes, storage, and
+/// whatever else its writer put there, such as xarray's `name` and `dimcoords`).
+pub fn ndarray_entity(trailer: &[u8]) -> Option<Hash> {
+    ndarray_of(&parse_trailer(trailer)?)?.as_hash().cloned()
+}
+
 /// The NumPy descr recorded in a trailer written by `ra convert` (structured dtypes),
 /// if it describes elements of `elbyte` bytes.
 pub fn numpy_descr(trailer: &[u8], elbyte: u64) -> Option<Descr> {
@@ -321,6 +339,28 @@ pub fn document(
 /// fields survive conversions.
 pub fn descr_trailer(header: &Header, descr: &Descr) -> Vec<u8> {
     to_text(&document(None, header, Some(descr), None)).into_bytes()
+}
+
+/// The trailer of an NDL document for data of `header` (with `descr` for a NumPy
+/// type kept opaque) whose ndarray has `attributes` and the entries `extra` beside
+/// them: xarray's `name` and `dimcoords` (see FORMAT.md section 6).
+pub fn labeled_trailer(
+    header: &Header,
+    descr: Option<&Descr>,
+    attributes: Yaml,
+    extra: Vec<(String, Yaml)>,
+) -> Vec<u8> {
+    let mut doc = document(None, header, descr, Some(attributes));
+    if let Yaml::Hash(top) = &mut doc {
+        if let Some(Yaml::Hash(nds)) = top.get_mut(&s("ndarrays")) {
+            if let Some(Yaml::Hash(nd)) = nds.get_mut(&s("data")) {
+                for (k, v) in extra {
+                    nd.insert(Yaml::String(k), v);
+                }
+            }
+        }
+    }
+    to_text(&doc).into_bytes()
 }
 
 /// Renders a YAML document as text starting `---\n`.

@@ -149,11 +149,14 @@ pub(crate) fn remote_err<'a>(
     url: &'a S3Url,
 ) -> impl Fn(object_store::Error) -> Error + 'a {
     move |e| {
-        let detail = match &e {
-            object_store::Error::NotFound { .. } => "no such object".to_string(),
-            e => chain(e),
+        let kind = match &e {
+            object_store::Error::NotFound { .. } => ErrorKind::NoSuchObject { op },
+            e => ErrorKind::Remote {
+                op,
+                detail: chain(e),
+            },
         };
-        Error::from(ErrorKind::Remote { op, detail }).at(url.to_string())
+        Error::from(kind).at(url.to_string())
     }
 }
 

@@ -10,6 +10,7 @@
 //! | open an object, read its header (one ranged GET), its trailer (a suffix range) | [`RemoteRa::open`], [`RemoteRa::metadata`] |
 //! | read the whole array, or a range of its last axis | [`RemoteRa::read`], [`RemoteRa::read_slab`], [`RemoteRa::decoded`] |
 //! | upload a local file or an array in memory | [`upload_file`], [`upload_bytes`] |
+//! | convert to or from an object (`.ra` or Zarr) | [`convert()`] |
 //! | many nodes filling one object, a part each | [`FillToken::begin`], [`FillToken::put_part`], [`FillToken::complete`], [`FillToken::abort`] |
 //!
 //! Configuration is the AWS one, from the environment: `AWS_ENDPOINT_URL` (or
@@ -18,11 +19,14 @@
 //! 5xx answers and dropped connections ([`RemoteOptions`]).
 
 mod client;
+mod convert;
 mod fill;
 mod read;
 mod upload;
 
 pub use client::{is_remote, RemoteOptions, S3Url};
+pub(crate) use client::{runtime, store as client_store};
+pub use convert::convert;
 pub use fill::FillToken;
 pub use read::RemoteRa;
 pub use upload::{upload_bytes, upload_file};

@@ -25,6 +25,8 @@ pub struct RemoteRa {
     options: RemoteOptions,
     header: Header,
     len: u64,
+    /// The object's ETag, when the server gave one.
+    etag: Option<String>,
     /// The object's first bytes, from the open (the header, and more).
     first: Vec<u8>,
 }
@@ -52,7 +54,7 @@ impl RemoteRa {
         let url = S3Url::parse(url)?;
         let store = store(&url, &options)?;
         let path = url.path();
-        let (mut first, len) = runtime()?
+        let (mut first, len, etag) = runtime()?
             .block_on(async {
                 let opts = GetOptions {
                     range: Some(GetRange::Bounded(0..FIRST_GET)),
@@ -60,12 +62,12 @@ impl RemoteRa {
                 };
                 match store.get_opts(&path, opts).await {
                     Ok(r) => {
-                        let len = r.meta.size;
-                        Ok((r.bytes().await?.to_vec(), len))
+                        let (len, etag) = (r.meta.size, r.meta.e_tag.clone());
+                        Ok((r.bytes().await?.to_vec(), len, etag))
                     }
                     // An empty object has no first byte to ask for.
                     Err(e) => match store.head(&path).await {
-                        Ok(meta) if meta.size == 0 => Ok((Vec::new(), 0)),
+                        Ok(meta) if meta.size == 0 => Ok((Vec::new(), 0, meta.e_tag)),
                         _ => Err(e),
                     },
                 }
@@ -85,8 +87,14 @@ impl RemoteRa {
             options,
             header,
             len,
+            etag,
             first,
         })
+    }
+
+    /// The object's ETag, when the server gave one: it changes when the object does.
+    pub fn etag(&self) -> Option<&str> {
+        self.etag.as_deref()
     }
 
     /// The validated header.
@@ -173,6 +181,14 @@ impl RemoteRa {
             })
             .map_err(remote_err("get", &self.url))?;
         Ok(out)
+    }
+
+    /// What `ra info` says of the object (the trailer is fetched only where its
+    /// length cannot be told from the header and the object's length).
+    pub fn info(&self) -> crate::info::FileInfo {
+        crate::info::FileInfo::of(&self.url.shown(), self.header.clone(), self.len, || {
+            self.metadata()
+        })
     }
 
     /// The metadata trailer, with one suffix-range GET.

@@ -17,3 +17,4 @@ mod session;
 mod tool;
 mod validation;
 mod writer;
+mod zarr;

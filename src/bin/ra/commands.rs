@@ -168,13 +168,21 @@ pub struct ReshapeArgs {
 
 #[derive(clap::Args)]
 pub struct ConvertArgs {
-    /// Input: .ra, .npy, .png, or .npz (an archive of .npy files).
+    /// Input: .ra, .npy, .png, .npz (an archive of .npy files), or a .zarr array (v3 or v2; a folder or s3://bucket/x.zarr).
     input: PathBuf,
-    /// Output: .ra, .npy or .png; for an .npz input, a folder (made if missing) for one NAME.ra per member.
+    /// Output: .ra, .npy or .png; a .zarr array (v3) from a .ra; for an .npz input, a folder (made if missing) for one NAME.ra per member.
     output: PathBuf,
-    /// Store the output .ra as one LZ4 block (held in memory while compressing).
+    /// Store the output .ra as one LZ4 block (held in memory while compressing); a .zarr output with zstd.
     #[arg(long)]
     compress: bool,
+    /// The chunk shape of a .zarr output, first dim first (default: whole frames of about 16 MiB).
+    #[cfg(feature = "zarr")]
+    #[arg(long)]
+    chunks: Option<Dims>,
+    /// The codec of a .zarr output: zstd, gzip, blosc or none, with a level after a colon (zstd:5).
+    #[cfg(feature = "zarr")]
+    #[arg(long)]
+    codec: Option<rastore::formats::zarr::Codec>,
     /// Replace an existing output.
     #[arg(long)]
     overwrite: bool,
@@ -645,13 +653,17 @@ pub fn convert(a: &ConvertArgs) -> Outcome {
         .compress(a.compress)
         .overwrite(a.overwrite)
         .split_links(a.split_links);
+    #[cfg(feature = "zarr")]
+    let options = options
+        .chunks(a.chunks.clone().map(|d| d.0))
+        .zarr_codec(a.codec.unwrap_or_default());
     if remote::is_remote(&a.input) || remote::is_remote(&a.output) {
-        return remote::convert(&a.input, &a.output, &options, a.compress);
+        return remote::convert(&a.input, &a.output, &options);
     }
-    let size = std::fs::metadata(&a.input)
-        .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?
-        .len();
-    let bar = progress_bar(size);
+    let meta = std::fs::metadata(&a.input)
+        .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?;
+    // A folder (a Zarr array): its size is known once its metadata is read.
+    let bar = progress_bar(if meta.is_dir() { u64::MAX } else { meta.len() });
     let mut progress = |done: u64, total: u64| {
         if let Some(b) = &bar {
             b.set_length(total);

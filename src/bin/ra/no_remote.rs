@@ -39,7 +39,6 @@ pub fn convert(
     input: &Path,
     output: &Path,
     _options: &rastore::formats::convert::ConvertOptions,
-    _compress: bool,
 ) -> Outcome {
     unsupported(if is_remote(input) { input } else { output })
 }

@@ -5,7 +5,7 @@ use std::io::{self, BufRead, Read};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use rastore::remote::{upload_file, FillToken, RemoteOptions, RemoteRa};
+use rastore::remote::{FillToken, RemoteOptions, RemoteRa};
 use rastore::DType;
 
 use crate::commands::Dims;
@@ -24,13 +24,7 @@ fn url(p: &Path) -> &str {
 
 /// `ra info` of an object.
 pub fn info(p: &Path) -> rastore::Result<rastore::info::FileInfo> {
-    let r = RemoteRa::open(url(p))?;
-    Ok(rastore::info::FileInfo::of(
-        p,
-        r.header().clone(),
-        r.len(),
-        || r.metadata(),
-    ))
+    Ok(RemoteRa::open(url(p))?.info())
 }
 
 /// `ra describe` of an object: the header and the trailer (a suffix GET).
@@ -85,66 +79,18 @@ pub fn input(p: &Path, spec: Option<&str>) -> Result<(Input, Vec<Sel>), Fail> {
     Ok((input, sels))
 }
 
-/// `ra convert` with an object on either side (or both). A download lands in a
-/// scratch `.ra` and is converted from there (so a local output is placed atomically,
-/// as every output is); an upload sends a local `.ra` as it is, or one converted
-/// first (from `.npy` or `.png`, or to compress).
+/// `ra convert` with an object on either side (or both): see
+/// [`rastore::remote::convert`].
 pub fn convert(
     input: &Path,
     output: &Path,
     options: &rastore::formats::convert::ConvertOptions,
-    compress: bool,
 ) -> Outcome {
-    let remote = RemoteOptions::default();
-    let scratch = Scratch::new();
     if !is_remote(output) {
         options.check_output(output)?;
     }
-    let source: PathBuf = if is_remote(input) {
-        let r = RemoteRa::open(url(input))?;
-        let p = scratch.path("download.ra");
-        std::fs::write(&p, r.read_bytes(0..r.len())?)
-            .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&p))))?;
-        p
-    } else {
-        input.to_path_buf()
-    };
-    if is_remote(output) {
-        let plain_ra = rastore::formats::convert::Format::of(&source).ok()
-            == Some(rastore::formats::convert::Format::Ra);
-        let upload = if plain_ra && !compress {
-            source
-        } else {
-            let p = scratch.path("upload.ra");
-            let o = rastore::formats::convert::ConvertOptions::new().compress(compress);
-            rastore::formats::convert::convert(&source, &p, &o, &mut |_, _| ())?;
-            p
-        };
-        upload_file(&upload, url(output), &remote)?;
-    } else {
-        rastore::formats::convert::convert(&source, output, options, &mut |_, _| ())?;
-    }
+    rastore::remote::convert(input, output, options, &RemoteOptions::default())?;
     Ok(())
-}
-
-/// A scratch folder in the system's temporary folder, removed with everything in it
-/// when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch(std::env::temp_dir().join(format!("ra-s3-{}", std::process::id())))
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        let _ = std::fs::create_dir_all(&self.0);
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[derive(clap::Subcommand)]

@@ -1,0 +1,640 @@
+//! Zarr metadata as rastore reads and writes it: data types to and from RawArray types
+//! (through NumPy descrs for the fixed-size types NumPy has), fill values, and
+//! attributes to and from the NDL trailer. Zarr metadata is untrusted input: every
+//! size in it is checked before anything is sized by it.
+
+use serde_json::{json, Map, Value};
+use yaml_rust2::yaml::Hash;
+use yaml_rust2::Yaml;
+
+use crate::dtype::{DType, Kind};
+use crate::error::{Error, ErrorKind, Result};
+use crate::formats::npy::{Descr, Field};
+
+/// Most fields, and levels of nesting, a structured type may have.
+const MAX_FIELDS: usize = 10_000;
+const MAX_DEPTH: usize = 32;
+
+/// The attribute that keeps a RawArray trailer whole in a Zarr array's attributes, so
+/// that converting back gives the same trailer: the text, or `{"hex": "..."}` for a
+/// trailer that is not UTF-8.
+pub const TRAILER_KEY: &str = "rawarray_trailer";
+
+/// What a Zarr array's elements are, as RawArray sees them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Elem {
+    /// A number, a Bool or a bfloat16: zarrs decodes it to native order.
+    Plain(DType),
+    /// A fixed-size NumPy type RawArray keeps as `user<N>` with its descr: strings
+    /// (`S`, `U`), structured records.
+    Fields(Descr),
+    /// Raw bytes of this many per element (`r*`, `raw_bytes`): `user<N>`.
+    Raw(u64),
+}
+
+impl Elem {
+    /// Bytes per element in the store.
+    pub fn itemsize(&self) -> Result<u64> {
+        match self {
+            Elem::Plain(d) => Ok(d.elbyte),
+            Elem::Fields(d) => d.itemsize(),
+            Elem::Raw(n) => Ok(*n),
+        }
+    }
+
+    /// The RawArray element type.
+    pub fn dtype(&self) -> Result<DType> {
+        Ok(match self {
+            Elem::Plain(d) => *d,
+            _ => DType::user(self.itemsize()?),
+        })
+    }
+
+    /// The NumPy descr the `.ra` trailer records (user types with fields only).
+    pub fn descr(&self) -> Option<&Descr> {
+        match self {
+            Elem::Fields(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+fn bad(why: impl Into<String>) -> Error {
+    Error::decode("zarr", why.into())
+}
+
+fn no_equivalent(what: &str) -> Error {
+    ErrorKind::Unsupported(format!(
+        "the Zarr data type {what} has no RawArray equivalent (strings of any length, \
+         objects and datetimes have none)"
+    ))
+    .into()
+}
+
+/// `(v3 name, RawArray type, NumPy type string)` of the plain types.
+const PLAIN: &[(&str, DType, &str)] = &[
+    ("bool", DType::BOOL, "|b1"),
+    ("int8", DType::I8, "|i1"),
+    ("int16", DType::I16, "<i2"),
+    ("int32", DType::I32, "<i4"),
+    ("int64", DType::I64, "<i8"),
+    ("uint8", DType::U8, "|u1"),
+    ("uint16", DType::U16, "<u2"),
+    ("uint32", DType::U32, "<u4"),
+    ("uint64", DType::U64, "<u8"),
+    ("float16", DType::F16, "<f2"),
+    ("float32", DType::F32, "<f4"),
+    ("float64", DType::F64, "<f8"),
+    ("complex64", DType::C64, "<c8"),
+    ("complex128", DType::C128, "<c16"),
+    ("bfloat16", DType::BF16, ""),
+];
+
+/// The element of a Zarr v3 `data_type`.
+pub fn elem_v3(v: &Value) -> Result<Elem> {
+    elem_v3_at(v, 0)
+}
+
+fn length_bytes(v: &Value, name: &str) -> Result<u64> {
+    v["configuration"]["length_bytes"]
+        .as_u64()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| bad(format!("data type {name} without a positive length_bytes")))
+}
+
+fn elem_v3_at(v: &Value, depth: usize) -> Result<Elem> {
+    if depth > MAX_DEPTH {
+        return Err(bad("structured data type nested too deep"));
+    }
+    let name = match v {
+        Value::String(s) => s.as_str(),
+        Value::Object(o) => o.get("name").and_then(Value::as_str).unwrap_or_default(),
+        _ => {
+            return Err(bad(format!(
+                "data_type {v} is neither a name nor an object"
+            )))
+        }
+    };
+    if let Some((_, d, _)) = PLAIN.iter().find(|(n, _, _)| *n == name) {
+        return Ok(Elem::Plain(*d));
+    }
+    if let Some(bits) = name.strip_prefix('r').and_then(|b| b.parse::<u64>().ok()) {
+        if bits == 0 || bits % 8 != 0 {
+            return Err(bad(format!(
+                "data type {name}: raw bits come in whole bytes"
+            )));
+        }
+        return Ok(Elem::Raw(bits / 8));
+    }
+    match name {
+        "null_terminated_bytes" => Ok(Elem::Fields(simple('|', 'S', length_bytes(v, name)?))),
+        "fixed_length_utf32" => {
+            let n = length_bytes(v, name)?;
+            if n % 4 != 0 {
+                return Err(bad(format!(
+                    "{name}: {n} bytes are not whole UTF-32 characters"
+                )));
+            }
+            Ok(Elem::Fields(simple('<', 'U', n / 4)))
+        }
+        "raw_bytes" => Ok(Elem::Raw(length_bytes(v, name)?)),
+        "structured" | "struct" => {
+            let fields = v["configuration"]["fields"]
+                .as_array()
+                .ok_or_else(|| bad(format!("{name} data type without fields")))?;
+            if fields.is_empty() || fields.len() > MAX_FIELDS {
+                return Err(bad(format!(
+                    "{name} data type with {} fields",
+                    fields.len()
+                )));
+            }
+            let fields = fields
+                .iter()
+                .map(|f| {
+                    let (name, ty) = match f {
+                        Value::Array(p) if p.len() == 2 => (p[0].as_str(), &p[1]),
+                        Value::Object(o) => {
+                            (o.get("name").and_then(Value::as_str), &f["data_type"])
+                        }
+                        _ => (None, f),
+                    };
+                    let name = name.ok_or_else(|| bad(format!("field {f} has no name")))?;
+                    let descr = match elem_v3_at(ty, depth + 1)? {
+                        Elem::Plain(d) => plain_descr(d)?,
+                        Elem::Fields(d) => d,
+                        Elem::Raw(n) => simple('|', 'V', n),
+                    };
+                    Ok(Field {
+                        name: name.to_string(),
+                        descr,
+                        shape: Vec::new(),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let d = Descr::Struct(fields);
+            d.itemsize()?;
+            Ok(Elem::Fields(d))
+        }
+        "" => Err(bad(format!("data_type {v} has no name"))),
+        other => Err(no_equivalent(other)),
+    }
+}
+
+fn simple(order: char, kind: char, count: u64) -> Descr {
+    Descr::Simple { order, kind, count }
+}
+
+fn plain_descr(d: DType) -> Result<Descr> {
+    match PLAIN.iter().find(|(_, t, s)| *t == d && !s.is_empty()) {
+        Some((_, _, s)) => Descr::parse(&format!("'{s}'")),
+        None => Err(no_equivalent(&format!("{d} in a structured field"))),
+    }
+}
+
+/// The element of a Zarr v2 `dtype`: a NumPy type string or a list of fields.
+pub fn elem_v2(v: &Value) -> Result<Elem> {
+    let descr = descr_v2(v, 0)?;
+    Ok(match &descr {
+        Descr::Simple {
+            kind: 'V', count, ..
+        } => Elem::Raw(*count),
+        Descr::Simple {
+            kind: 'S' | 'U', ..
+        }
+        | Descr::Struct(_) => Elem::Fields(descr),
+        Descr::Simple { .. } => Elem::Plain(descr.dtype()?),
+    })
+}
+
+fn descr_v2(v: &Value, depth: usize) -> Result<Descr> {
+    if depth > MAX_DEPTH {
+        return Err(bad("structured dtype nested too deep"));
+    }
+    match v {
+        Value::String(s) => match Descr::parse(&format!("'{}'", s.replace(['\'', '\\'], ""))) {
+            Ok(d) if d.dtype().is_ok() => Ok(d),
+            _ => Err(no_equivalent(s)),
+        },
+        Value::Array(fields) if !fields.is_empty() && fields.len() <= MAX_FIELDS => {
+            let fields = fields
+                .iter()
+                .map(|f| {
+                    let parts = f.as_array().filter(|p| p.len() == 2 || p.len() == 3);
+                    let p = parts.ok_or_else(|| bad(format!("field {f} is not [name, dtype]")))?;
+                    let name = p[0]
+                        .as_str()
+                        .ok_or_else(|| bad(format!("field {f} has no name")))?;
+                    let shape = match p.get(2) {
+                        None => Vec::new(),
+                        Some(s) => s
+                            .as_array()
+                            .and_then(|d| d.iter().map(Value::as_u64).collect::<Option<Vec<_>>>())
+                            .ok_or_else(|| bad(format!("field {name:?} has a bad shape")))?,
+                    };
+                    Ok(Field {
+                        name: name.to_string(),
+                        descr: descr_v2(&p[1], depth + 1)?,
+                        shape,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let d = Descr::Struct(fields);
+            d.itemsize()?;
+            Ok(d)
+        }
+        other => Err(bad(format!("dtype {other} is not a NumPy type"))),
+    }
+}
+
+/// A structured element as zarr-python stores it: its named fields packed one after
+/// another, little-endian, no padding. `fields` are `(name, offset, size, swap unit)`
+/// in the RawArray element (a swap unit above 1 for a big-endian field).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packing {
+    /// The RawArray element's size.
+    pub from: usize,
+    /// The packed element's size.
+    pub to: usize,
+    fields: Vec<(usize, usize, usize)>,
+}
+
+impl Packing {
+    /// Packs `src` (whole elements of `from` bytes) into `dst` (of `to` bytes each).
+    pub fn pack(&self, src: &[u8], dst: &mut [u8]) {
+        for (s, d) in src
+            .chunks_exact(self.from)
+            .zip(dst.chunks_exact_mut(self.to))
+        {
+            let mut at = 0;
+            for &(offset, size, unit) in &self.fields {
+                let f = &mut d[at..at + size];
+                f.copy_from_slice(&s[offset..offset + size]);
+                crate::codec::swap_bytes(f, unit);
+                at += size;
+            }
+        }
+    }
+}
+
+/// How a RawArray element goes into Zarr v3: the `data_type`, its zero `fill_value`,
+/// whether the `bytes` codec names an endianness, and a repacking for structured
+/// elements with padding or big-endian fields.
+pub struct ZarrType {
+    /// The `data_type` of `zarr.json`.
+    pub data_type: Value,
+    /// Its zero `fill_value`.
+    pub fill_value: Value,
+    /// Whether the `bytes` codec names an endianness (multi-byte numbers do).
+    pub endian: bool,
+    /// Bytes per element in the store.
+    pub itemsize: u64,
+    /// How a structured element is repacked on its way (padding dropped, big-endian
+    /// fields swapped), if it must be.
+    pub packing: Option<Packing>,
+}
+
+/// `n` zero bytes in base64, as zarr-python writes raw fill values.
+fn zeros_base64(n: u64) -> String {
+    let mut s = "AAAA".repeat((n / 3) as usize);
+    s.push_str(match n % 3 {
+        1 => "AA==",
+        2 => "AAA=",
+        _ => "",
+    });
+    s
+}
+
+/// The Zarr v3 type of RawArray elements of `dtype` (with `descr` for user types that
+/// record one).
+pub fn zarr_type(dtype: DType, descr: Option<&Descr>) -> Result<ZarrType> {
+    if let Some((name, d, _)) = PLAIN.iter().find(|(_, t, _)| *t == dtype) {
+        let fill = match d.kind() {
+            Kind::Bool => json!(false),
+            Kind::Float | Kind::BFloat16 => json!(0.0),
+            Kind::Complex => json!([0.0, 0.0]),
+            _ => json!(0),
+        };
+        return Ok(ZarrType {
+            data_type: json!(name),
+            fill_value: fill,
+            endian: d.elbyte > 1,
+            itemsize: d.elbyte,
+            packing: None,
+        });
+    }
+    if dtype.kind() != Kind::User {
+        return Err(ErrorKind::Unsupported(format!(
+            "{dtype} has no Zarr data type (Zarr's numbers stop at 64 bits)"
+        ))
+        .into());
+    }
+    let n = dtype.elbyte;
+    let raw = || ZarrType {
+        data_type: json!({"name": "raw_bytes", "configuration": {"length_bytes": n}}),
+        fill_value: json!(zeros_base64(n)),
+        endian: false,
+        itemsize: n,
+        packing: None,
+    };
+    Ok(match descr {
+        None | Some(Descr::Simple { kind: 'V', .. }) => raw(),
+        Some(Descr::Simple {
+            kind: 'S', count, ..
+        }) => ZarrType {
+            data_type: json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": count}}),
+            fill_value: json!(""),
+            endian: false,
+            itemsize: *count,
+            packing: None,
+        },
+        Some(d @ Descr::Simple { kind: 'U', .. }) if !d.big_endian() => ZarrType {
+            data_type: json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": n}}),
+            fill_value: json!(""),
+            endian: true,
+            itemsize: n,
+            packing: None,
+        },
+        Some(Descr::Struct(fields)) => structured(fields, n)?,
+        Some(d) => {
+            return Err(ErrorKind::Unsupported(format!(
+                "user<{n}> elements of NumPy type {} have no Zarr data type",
+                d.to_python()
+            ))
+            .into())
+        }
+    })
+}
+
+/// zarr-python's `structured` type of a NumPy struct: its named scalar fields, packed.
+fn structured(fields: &[Field], elbyte: u64) -> Result<ZarrType> {
+    let refuse = |why: String| -> Error {
+        ErrorKind::Unsupported(format!("a structured type with {why} has no Zarr data type (zarr-python's structured type holds named scalar fields)")).into()
+    };
+    let (mut at, mut packed, mut list, mut plan) = (0u64, 0u64, Vec::new(), Vec::new());
+    for f in fields {
+        let size = f.descr.itemsize()?;
+        let n = f.shape.iter().product::<u64>();
+        if f.name.is_empty() && matches!(f.descr, Descr::Simple { kind: 'V', .. }) {
+            at += size * n;
+            continue;
+        }
+        if !f.shape.is_empty() {
+            return Err(refuse(format!("a sub-array field ({:?})", f.name)));
+        }
+        let (ty, unit) = match &f.descr {
+            Descr::Simple {
+                kind: 'S' | 'V', ..
+            } => (zarr_type(DType::user(size), Some(&f.descr))?.data_type, 1),
+            d @ Descr::Simple { kind: 'U', .. } => {
+                let t = zarr_type(DType::user(size), Some(&simple('<', 'U', size / 4)))?;
+                (t.data_type, if d.big_endian() { 4 } else { 1 })
+            }
+            d @ Descr::Simple { .. } => {
+                let t = d.dtype()?;
+                let z = zarr_type(t, None)?;
+                let unit = match t.swap_unit() {
+                    Some(u) if d.big_endian() => u,
+                    _ => 1,
+                };
+                (z.data_type, unit)
+            }
+            Descr::Struct(_) => return Err(refuse(format!("a nested structure ({:?})", f.name))),
+        };
+        list.push(json!([f.name, ty]));
+        plan.push((at as usize, size as usize, unit));
+        at += size;
+        packed += size;
+    }
+    let moved = at != elbyte || packed != elbyte || plan.iter().any(|p| p.2 > 1);
+    Ok(ZarrType {
+        data_type: json!({"name": "structured", "configuration": {"fields": list}}),
+        fill_value: json!(zeros_base64(packed)),
+        endian: false,
+        itemsize: packed,
+        packing: moved.then_some(Packing {
+            from: elbyte as usize,
+            to: packed as usize,
+            fields: plan,
+        }),
+    })
+}
+
+/// The NDL attributes of a trailer as Zarr attributes (JSON), with the whole trailer
+/// kept under [`TRAILER_KEY`].
+pub fn attributes_of_trailer(trailer: &[u8]) -> Map<String, Value> {
+    let mut out = Map::new();
+    if trailer.is_empty() {
+        return out;
+    }
+    if let Some(attrs) = crate::formats::ndl::attributes(trailer) {
+        for (k, v) in &attrs {
+            if let Some(k) = yaml_key(k) {
+                out.insert(k, json_of_yaml(v));
+            }
+        }
+    }
+    let kept = match std::str::from_utf8(trailer) {
+        Ok(text) => json!(text),
+        Err(_) => json!({"hex": trailer.iter().map(|b| format!("{b:02x}")).collect::<String>()}),
+    };
+    out.insert(TRAILER_KEY.into(), kept);
+    out
+}
+
+fn yaml_key(k: &Yaml) -> Option<String> {
+    match k {
+        Yaml::String(s) => Some(s.clone()),
+        Yaml::Integer(i) => Some(i.to_string()),
+        Yaml::Boolean(b) => Some(b.to_string()),
+        Yaml::Real(r) => Some(r.clone()),
+        _ => None,
+    }
+}
+
+fn json_of_yaml(v: &Yaml) -> Value {
+    match v {
+        Yaml::Integer(i) => json!(i),
+        Yaml::Real(r) => r
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| json!(r), Value::Number),
+        Yaml::String(s) => json!(s),
+        Yaml::Boolean(b) => json!(b),
+        Yaml::Array(a) => Value::Array(a.iter().map(json_of_yaml).collect()),
+        Yaml::Hash(h) => Value::Object(
+            h.iter()
+                .filter_map(|(k, v)| Some((yaml_key(k)?, json_of_yaml(v))))
+                .collect(),
+        ),
+        _ => Value::Null,
+    }
+}
+
+fn yaml_of_json(v: &Value) -> Yaml {
+    match v {
+        Value::Null => Yaml::Null,
+        Value::Bool(b) => Yaml::Boolean(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Yaml::Integer(i),
+            None => Yaml::Real(n.to_string()),
+        },
+        Value::String(s) => Yaml::String(s.clone()),
+        Value::Array(a) => Yaml::Array(a.iter().map(yaml_of_json).collect()),
+        Value::Object(o) => {
+            let mut h = Hash::new();
+            for (k, v) in o {
+                h.insert(Yaml::String(k.clone()), yaml_of_json(v));
+            }
+            Yaml::Hash(h)
+        }
+    }
+}
+
+/// The trailer kept under [`TRAILER_KEY`], if there is one.
+fn kept_trailer(attrs: &Map<String, Value>) -> Option<Vec<u8>> {
+    match attrs.get(TRAILER_KEY)? {
+        Value::String(s) => Some(s.clone().into_bytes()),
+        Value::Object(o) => {
+            let hex = o.get("hex")?.as_str()?;
+            (0..hex.len() / 2)
+                .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+                .collect()
+        }
+        _ => None,
+    }
+}
+
+/// The trailer of the `.ra` made from a Zarr array with `attrs`, for elements of
+/// `header` (with `descr` for user types): the trailer kept under [`TRAILER_KEY`] when
+/// the other attributes are still the ones it holds; else an NDL document with them
+/// (and the compound of a structured type); empty when there is nothing to keep.
+pub fn trailer_of_attributes(
+    attrs: &Map<String, Value>,
+    header: &crate::Header,
+    descr: Option<&Descr>,
+) -> Vec<u8> {
+    let others: Map<String, Value> = attrs
+        .iter()
+        .filter(|(k, _)| *k != TRAILER_KEY)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Some(kept) = kept_trailer(attrs) {
+        if attributes_of_trailer(&kept)
+            .into_iter()
+            .filter(|(k, _)| k != TRAILER_KEY)
+            .collect::<Map<_, _>>()
+            == others
+        {
+            return kept;
+        }
+    }
+    if others.is_empty() && descr.is_none() {
+        return Vec::new();
+    }
+    let attributes = (!others.is_empty()).then(|| yaml_of_json(&Value::Object(others)));
+    let doc = crate::formats::ndl::document(None, header, descr, attributes);
+    crate::formats::ndl::to_text(&doc).into_bytes()
+}
+
+/// Decodes standard base64 (with or without padding); `None` if it is not.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let body = text.trim_end_matches('=').as_bytes();
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    for chunk in body.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= val(c)? << (18 - 6 * i);
+        }
+        let n = match chunk.len() {
+            4 => 3,
+            3 => 2,
+            2 => 1,
+            _ => return None,
+        };
+        out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_both_ways() {
+        for (name, d, _) in PLAIN {
+            assert_eq!(elem_v3(&json!(name)).unwrap(), Elem::Plain(*d));
+            assert_eq!(zarr_type(*d, None).unwrap().data_type, json!(name));
+        }
+        assert_eq!(elem_v3(&json!("r24")).unwrap(), Elem::Raw(3));
+        assert!(elem_v3(&json!("r7")).is_err() && elem_v3(&json!("string")).is_err());
+        let e = elem_v3(&json!({"name": "numpy.datetime64"})).unwrap_err();
+        assert!(e.to_string().contains("numpy.datetime64"), "{e}");
+        let s = json!({"name": "structured", "configuration": {"fields": [
+            ["name", {"name": "null_terminated_bytes", "configuration": {"length_bytes": 10}}],
+            ["age", "int32"], ["w", "float32"]]}});
+        let e = elem_v3(&s).unwrap();
+        assert_eq!(
+            e.descr().unwrap().to_python(),
+            "[('name', '|S10'), ('age', '<i4'), ('w', '<f4')]"
+        );
+        assert_eq!(e.dtype().unwrap(), DType::user(18));
+        let back = zarr_type(DType::user(18), e.descr()).unwrap();
+        assert_eq!(back.data_type, s);
+        assert!(back.packing.is_none());
+        let err = elem_v2(&json!("<M8[ns]")).unwrap_err().to_string();
+        assert!(err.contains("<M8[ns]"), "{err}");
+        assert_eq!(elem_v2(&json!(">i2")).unwrap(), Elem::Plain(DType::I16));
+        let v2 = elem_v2(&json!([["a", "<i4"], ["b", "|S3"]])).unwrap();
+        assert_eq!(v2.dtype().unwrap(), DType::user(7));
+    }
+
+    #[test]
+    fn padded_and_big_endian_structs_are_packed_little_endian() {
+        let d = Descr::parse("[('a', '|u1'), ('', '|V3'), ('b', '>i4')]").unwrap();
+        let t = zarr_type(DType::user(8), Some(&d)).unwrap();
+        assert_eq!(t.itemsize, 5);
+        let p = t.packing.unwrap();
+        let mut out = vec![0u8; 5];
+        p.pack(&[7, 9, 9, 9, 0, 0, 1, 2], &mut out);
+        assert_eq!(out, [7, 2, 1, 0, 0]);
+        assert_eq!(t.fill_value, json!("AAAAAAA="));
+    }
+
+    #[test]
+    fn base64() {
+        assert_eq!(base64_decode("AAAAAAA=").unwrap(), vec![0; 5]);
+        assert_eq!(base64_decode("aGk=").unwrap(), b"hi");
+        assert_eq!(base64_decode("MAAAAAAAAAAAAAAAAAAAAAAA").unwrap().len(), 18);
+        assert!(base64_decode("a!").is_none());
+    }
+
+    #[test]
+    fn the_trailer_comes_back_whole_unless_its_attributes_changed() {
+        let h = crate::Header::new(DType::F32, &[2]).unwrap();
+        let t = crate::formats::ndl::edit_attributes(&h, b"", &[("units".into(), "m".into())], &[])
+            .unwrap();
+        let mut attrs = attributes_of_trailer(&t);
+        assert_eq!(attrs["units"], json!("m"));
+        assert_eq!(trailer_of_attributes(&attrs, &h, None), t);
+        attrs.insert("units".into(), json!("km"));
+        let changed = String::from_utf8(trailer_of_attributes(&attrs, &h, None)).unwrap();
+        assert!(changed.contains("units: km"), "{changed}");
+        assert!(attributes_of_trailer(b"\xff\x00").contains_key(TRAILER_KEY));
+        assert_eq!(
+            trailer_of_attributes(&attributes_of_trailer(b"\xff\x00"), &h, None),
+            b"\xff\x00"
+        );
+    }
+}

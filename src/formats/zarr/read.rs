@@ -1,0 +1,460 @@
+//! Zarr (v3 or v2) → `.ra`: the metadata read and checked by us, the chunks decoded by
+//! zarrs in parallel and placed into a preallocated mapping of the output.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde_json::{Map, Value};
+use zarrs::array::{
+    Array, ArrayBytes, ArrayMetadata, ArrayMetadataV2, ArrayMetadataV3, CodecOptions,
+};
+use zarrs::plugin::{ExtensionName, ZarrVersion};
+use zarrs::storage::ReadableWritableStorageTraits;
+
+use super::meta::{self, Elem};
+use super::store::{self, Location, Store};
+use super::{bytes_of, refuse, zarr_err, GridIndices, Region, BATCH_PER_THREAD};
+use crate::dtype::DType;
+use crate::error::{Error, ErrorKind, Result};
+use crate::header::Header;
+use crate::layout::Progress;
+
+/// Largest metadata document read (`zarr.json`, `.zarray`, `.zattrs`).
+const MAX_METADATA: usize = 16 << 20;
+
+/// Largest chunk decoded: a store whose chunks claim more is refused before any is.
+const MAX_CHUNK_BYTES: u64 = 4 << 30;
+
+/// An opened Zarr array, its metadata checked.
+pub struct ZarrInput {
+    array: Array<dyn ReadableWritableStorageTraits>,
+    shown: PathBuf,
+    elem: Elem,
+    dims: Vec<u64>,
+    chunk: Vec<u64>,
+    attributes: Map<String, Value>,
+    /// The stored chunks are the column-major elements themselves once their
+    /// bytes-to-bytes codecs are undone (`transpose` to `[n-1, …, 0]` and little-endian
+    /// `bytes`, or a 1-d or 0-d array with plain `bytes`).
+    column_major: bool,
+    /// Column-major chunks whose one bytes-to-bytes codec is zstd: decompressed
+    /// straight into the output.
+    zstd_only: bool,
+}
+
+fn get(store: &Store, name: &str, shown: &Path) -> Result<Option<Vec<u8>>> {
+    let key = store.key(name)?;
+    let bytes = store
+        .storage
+        .get(&key)
+        .map_err(|e| zarr_err(shown, None, format!("{name}: {e}")))?;
+    match bytes {
+        Some(b) if b.len() > MAX_METADATA => Err(zarr_err(
+            shown,
+            None,
+            format!("{name} is {} bytes, more than metadata can be", b.len()),
+        )),
+        b => Ok(b.map(|b| b.to_vec())),
+    }
+}
+
+fn parse(bytes: &[u8], name: &str, shown: &Path) -> Result<Value> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| zarr_err(shown, None, format!("{name} is not JSON: {e}")))
+}
+
+/// The extents a JSON list holds, each a whole number.
+fn extents(v: &Value, what: &str, shown: &Path) -> Result<Vec<u64>> {
+    v.as_array()
+        .and_then(|a| a.iter().map(Value::as_u64).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| {
+            zarr_err(
+                shown,
+                None,
+                format!("{what} {v} is not a list of whole numbers"),
+            )
+        })
+}
+
+impl ZarrInput {
+    /// Opens the Zarr array at `location` (`zarr.json`, else `.zarray` with `.zattrs`).
+    pub fn open(location: &Location) -> Result<ZarrInput> {
+        Self::open_in(store::open(location, None)?, location.shown())
+    }
+
+    /// Opens an array from in-memory `files` (`("zarr.json", bytes)`, chunks by key):
+    /// the fuzz target's store.
+    #[cfg(feature = "fuzzing")]
+    #[doc(hidden)]
+    pub fn open_in_memory(files: &[(&str, &[u8])]) -> Result<ZarrInput> {
+        let memory = zarrs::storage::store::MemoryStore::new();
+        for (key, bytes) in files {
+            let key = zarrs::storage::StoreKey::new(*key)
+                .map_err(|e| ErrorKind::InvalidArgument(e.to_string()))?;
+            zarrs::storage::WritableStorageTraits::set(&memory, &key, bytes.to_vec().into())
+                .map_err(|e| zarr_err(Path::new("memory"), None, e))?;
+        }
+        let store = Store {
+            storage: std::sync::Arc::new(memory),
+            node: "/".into(),
+        };
+        Self::open_in(store, "memory".into())
+    }
+
+    fn open_in(store: Store, shown: PathBuf) -> Result<ZarrInput> {
+        let (meta, elem, dims, chunk, attributes) =
+            if let Some(b) = get(&store, "zarr.json", &shown)? {
+                let mut v = parse(&b, "zarr.json", &shown)?;
+                if v["node_type"] == "group" {
+                    return Err(zarr_err(
+                        &shown,
+                        None,
+                        "a Zarr group, not an array: name the array inside it",
+                    ));
+                }
+                let elem = meta::elem_v3(&v["data_type"]).map_err(|e| e.at(&shown))?;
+                let dims = extents(&v["shape"], "shape", &shown)?;
+                let grid = &v["chunk_grid"];
+                if grid["name"] != "regular" {
+                    return Err(refuse(format!(
+                        "{}: the chunk grid {} (rastore reads regular grids)",
+                        shown.display(),
+                        grid["name"]
+                    )));
+                }
+                let chunk = extents(&grid["configuration"]["chunk_shape"], "chunk_shape", &shown)?;
+                let attributes = v["attributes"].as_object().cloned().unwrap_or_default();
+                if !matches!(elem, Elem::Plain(_)) {
+                    // zarrs has no structured or fixed-length string types: it sees their
+                    // bytes as raw bits, which is what a `.ra` holds.
+                    let n = elem.itemsize()?;
+                    let fill = fill_bytes(&v["fill_value"], n);
+                    v["data_type"] = Value::String(format!("r{}", n * 8));
+                    v["fill_value"] = Value::Array(fill.into_iter().map(Value::from).collect());
+                }
+                let m: ArrayMetadataV3 = serde_json::from_value(v)
+                    .map_err(|e| zarr_err(&shown, None, format!("zarr.json: {e}")))?;
+                (ArrayMetadata::V3(m), elem, dims, chunk, attributes)
+            } else if let Some(b) = get(&store, ".zarray", &shown)? {
+                let mut v = parse(&b, ".zarray", &shown)?;
+                let elem = meta::elem_v2(&v["dtype"]).map_err(|e| e.at(&shown))?;
+                let dims = extents(&v["shape"], "shape", &shown)?;
+                let chunk = extents(&v["chunks"], "chunks", &shown)?;
+                if !matches!(elem, Elem::Plain(_)) {
+                    let n = elem.itemsize()?;
+                    v["dtype"] = Value::String(format!("|V{n}"));
+                    v["fill_value"] = Value::Null;
+                }
+                if dims.is_empty() {
+                    // A 0-d array has one order: zarrs must not make an empty transpose.
+                    v["order"] = Value::String("C".into());
+                }
+                let attributes = match get(&store, ".zattrs", &shown)? {
+                    Some(b) => parse(&b, ".zattrs", &shown)?
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                    None => Map::new(),
+                };
+                let mut m: ArrayMetadataV2 = serde_json::from_value(v)
+                    .map_err(|e| zarr_err(&shown, None, format!(".zarray: {e}")))?;
+                m.attributes = attributes.clone();
+                (ArrayMetadata::V2(m), elem, dims, chunk, attributes)
+            } else {
+                return Err(zarr_err(
+                    &shown,
+                    None,
+                    "no zarr.json or .zarray: not a Zarr array",
+                ));
+            };
+        let itemsize = elem.itemsize()?;
+        check_sizes(&dims, &chunk, itemsize, &shown)?;
+        let array = Array::new_with_metadata(store.storage.clone(), &store.node, meta)
+            .map_err(|e| zarr_err(&shown, None, e))?;
+        let column_major = column_major(&array, dims.len());
+        let zstd_only = column_major
+            && matches!(array.codecs().bytes_to_bytes_codecs(),
+                [c] if c.name(ZarrVersion::V3).as_deref() == Some("zstd"));
+        Ok(ZarrInput {
+            array,
+            shown,
+            elem,
+            dims,
+            chunk,
+            attributes,
+            column_major,
+            zstd_only,
+        })
+    }
+
+    /// The array's shape.
+    pub fn dims(&self) -> &[u64] {
+        &self.dims
+    }
+
+    /// The shape of its chunks (of its shards, when sharded).
+    pub fn chunk_shape(&self) -> &[u64] {
+        &self.chunk
+    }
+
+    /// The RawArray element type.
+    pub fn dtype(&self) -> Result<DType> {
+        self.elem.dtype()
+    }
+
+    /// The `.ra` trailer: the attributes (and a structured type's compound).
+    pub fn trailer(&self) -> Result<Vec<u8>> {
+        let header = Header::new(self.dtype()?, &self.dims)?;
+        Ok(meta::trailer_of_attributes(
+            &self.attributes,
+            &header,
+            self.elem.descr(),
+        ))
+    }
+
+    /// Decodes every chunk into `out`, the column-major data of the whole array
+    /// (`elbyte × Π dims` bytes), chunks decoded in parallel; `progress` hears bytes.
+    pub fn read_into(&self, out: &mut [u8], progress: Progress) -> Result<()> {
+        let itemsize = self.elem.itemsize()?;
+        let total = bytes_of(&self.dims, itemsize).unwrap_or(u64::MAX);
+        if out.len() as u64 != total {
+            return Err(ErrorKind::InvalidArgument(format!(
+                "{} bytes for an array of {total}",
+                out.len()
+            ))
+            .into());
+        }
+        let grid: Vec<u64> = self
+            .dims
+            .iter()
+            .zip(&self.chunk)
+            .map(|(d, c)| d.div_ceil(*c))
+            .collect();
+        let batch = BATCH_PER_THREAD * rayon::current_num_threads();
+        let n = self.dims.len();
+        if n > 0 && self.chunk[..n - 1] == self.dims[..n - 1] {
+            return self.read_frames_into(out, batch, progress);
+        }
+        let mut indices = GridIndices::new(&grid);
+        let mut done = 0u64;
+        loop {
+            let some: Vec<Vec<u64>> = indices.by_ref().take(batch).collect();
+            if some.is_empty() {
+                break;
+            }
+            let decoded = some
+                .par_iter()
+                .map(|i| self.chunk_column_major(i).map(|b| (i, b)))
+                .collect::<Result<Vec<_>>>()?;
+            for (i, bytes) in decoded {
+                let region = Region::of(i, &self.chunk, &self.dims);
+                region.runs(&self.dims, itemsize, |a, c, n| {
+                    out[a..a + n].copy_from_slice(&bytes[c..c + n]);
+                });
+                done += bytes_of(&region.valid, itemsize).unwrap_or(0);
+            }
+            progress(done, total);
+        }
+        Ok(())
+    }
+
+    /// [`read_into`](Self::read_into) for chunks of whole frames along the last axis:
+    /// each chunk is one contiguous range of `out` (the last one shorter), decoded and
+    /// copied there by the thread that decoded it.
+    fn read_frames_into(&self, out: &mut [u8], batch: usize, progress: Progress) -> Result<()> {
+        let n = self.dims.len();
+        let step = bytes_of(&self.chunk, self.elem.itemsize()?).unwrap_or(0) as usize;
+        let total = out.len() as u64;
+        if step == 0 {
+            return Ok(());
+        }
+        let mut done = 0u64;
+        for (g, group) in out.chunks_mut(step * batch).enumerate() {
+            group
+                .par_chunks_mut(step)
+                .enumerate()
+                .try_for_each(|(j, dst)| -> Result<()> {
+                    let mut index = vec![0u64; n];
+                    index[n - 1] = (g * batch + j) as u64;
+                    if self.zstd_only && dst.len() == step {
+                        if let Some(stored) = self.encoded(&index)? {
+                            return super::zstd::decompress_into(&stored, dst)
+                                .map_err(|e| self.chunk_err(&index, &e));
+                        }
+                    }
+                    // A chunk of whole frames holds its in-bounds frames first.
+                    let bytes = self.chunk_column_major(&index)?;
+                    dst.copy_from_slice(&bytes[..dst.len()]);
+                    Ok(())
+                })?;
+            done += group.len() as u64;
+            progress(done, total);
+        }
+        Ok(())
+    }
+
+    fn chunk_err(&self, index: &[u64], e: &dyn std::fmt::Display) -> Error {
+        zarr_err(
+            &self.shown,
+            Some(&self.array.chunk_key(index).to_string()),
+            e,
+        )
+    }
+
+    /// The stored bytes of the chunk at `index`, or None for a missing chunk.
+    fn encoded(&self, index: &[u64]) -> Result<Option<Vec<u8>>> {
+        self.array
+            .retrieve_encoded_chunk(index)
+            .map_err(|e| self.chunk_err(index, &e))
+    }
+
+    /// The chunk at `index`, whole (edge chunks padded), its elements column-major.
+    fn chunk_column_major(&self, index: &[u64]) -> Result<Vec<u8>> {
+        let err = |e: &dyn std::fmt::Display| self.chunk_err(index, e);
+        let itemsize = self.elem.itemsize()?;
+        let n = bytes_of(&self.chunk, itemsize).unwrap_or(0) as usize;
+        let options = CodecOptions::default().with_concurrent_target(1);
+        if self.column_major {
+            let Some(stored) = self.encoded(index)? else {
+                return Ok(self
+                    .array
+                    .fill_value()
+                    .as_ne_bytes()
+                    .repeat(n / itemsize as usize));
+            };
+            let chain = self.array.codecs();
+            let b2b = chain.bytes_to_bytes_codecs();
+            // The decoded size each codec sees, innermost first.
+            let mut reps = vec![zarrs::array::BytesRepresentation::FixedSize(n as u64)];
+            for c in b2b {
+                let r = c.encoded_representation(reps.last().unwrap_or(&reps[0]));
+                reps.push(r);
+            }
+            let mut bytes: Cow<[u8]> = Cow::Owned(stored);
+            for (c, rep) in b2b.iter().zip(&reps).rev() {
+                bytes = c.decode(bytes, rep, &options).map_err(|e| err(&e))?;
+            }
+            if bytes.len() != n {
+                return Err(err(&format!(
+                    "decodes to {} bytes, a chunk is {n}",
+                    bytes.len()
+                )));
+            }
+            return Ok(bytes.into_owned());
+        }
+        let chunk: ArrayBytes = self
+            .array
+            .retrieve_chunk_opt(index, &options)
+            .map_err(|e| err(&e))?;
+        let c_order = chunk.into_fixed().map_err(|e| err(&e))?;
+        if c_order.len() != n {
+            return Err(err(&format!(
+                "decodes to {} bytes, a chunk is {n}",
+                c_order.len()
+            )));
+        }
+        let mut f = vec![0u8; n];
+        let shape = crate::view::shape_usize(&self.chunk)?;
+        crate::layout::transpose_c_to_f(
+            &c_order,
+            &shape,
+            itemsize as usize,
+            &mut f,
+            &mut |_, _| (),
+        )?;
+        Ok(f)
+    }
+}
+
+/// Fill-value bytes of a type zarrs sees as raw bits: the base64 of zarr-python's
+/// raw fill values when it is `n` bytes long, else zeros (strings fill with "").
+fn fill_bytes(v: &Value, n: u64) -> Vec<u8> {
+    v.as_str()
+        .and_then(meta::base64_decode)
+        .filter(|b| b.len() as u64 == n)
+        .unwrap_or_else(|| vec![0; n as usize])
+}
+
+/// Refuses a shape or chunk grid that no data could back, before anything is sized
+/// by it: the array's bytes must fit `u64` and this machine, and a chunk at most
+/// `MAX_CHUNK_BYTES` and four times the array (or 16 MiB).
+fn check_sizes(dims: &[u64], chunk: &[u64], itemsize: u64, shown: &Path) -> Result<()> {
+    if chunk.len() != dims.len() {
+        return Err(zarr_err(
+            shown,
+            None,
+            format!("chunk shape {chunk:?} for a shape of {} dims", dims.len()),
+        ));
+    }
+    if chunk.contains(&0) {
+        return Err(zarr_err(
+            shown,
+            None,
+            format!("chunk shape {chunk:?} has an extent of 0"),
+        ));
+    }
+    let total = bytes_of(dims, itemsize)
+        .filter(|&b| usize::try_from(b).is_ok())
+        .ok_or_else(|| {
+            zarr_err(
+                shown,
+                None,
+                format!("shape {dims:?} of {itemsize}-byte elements does not fit this machine"),
+            )
+        })?;
+    let bound = MAX_CHUNK_BYTES.min(total.max(16 << 20).saturating_mul(4));
+    match bytes_of(chunk, itemsize) {
+        Some(b) if b <= bound => Ok(()),
+        _ => Err(zarr_err(shown, None, format!("chunk shape {chunk:?} of {itemsize}-byte elements is larger than any chunk of a {total}-byte array can be"))),
+    }
+}
+
+/// Whether `array`'s chunks, their bytes-to-bytes codecs undone, hold the elements
+/// column-major in native (little-endian) order.
+fn column_major(array: &Array<dyn ReadableWritableStorageTraits>, ndims: usize) -> bool {
+    if cfg!(target_endian = "big") {
+        return false;
+    }
+    let chain = array.codecs();
+    let options = Default::default();
+    let a2b = chain.array_to_bytes_codec();
+    let bytes_le = a2b.name(ZarrVersion::V3).as_deref() == Some("bytes")
+        && a2b
+            .configuration(ZarrVersion::V3, &options)
+            .and_then(|c| c.get("endian").and_then(Value::as_str).map(str::to_string))
+            .is_none_or(|e| e == "little");
+    let a2a = chain.array_to_array_codecs();
+    let reversed: Vec<Value> = (0..ndims).rev().map(Value::from).collect();
+    let transposed = match a2a {
+        [] => ndims <= 1,
+        [t] => {
+            t.name(ZarrVersion::V3).as_deref() == Some("transpose")
+                && t.configuration(ZarrVersion::V3, &options)
+                    .and_then(|c| c.get("order").cloned())
+                    == Some(Value::Array(reversed))
+        }
+        _ => false,
+    };
+    bytes_le && transposed
+}
+
+/// Converts the Zarr array at `input` into the `.ra` file `output`, built out of
+/// sight (see [`crate::CreateOptions`]) and named when complete.
+pub fn zarr_to_ra(
+    input: &Location,
+    output: &Path,
+    options: &crate::CreateOptions,
+    progress: Progress,
+) -> Result<()> {
+    let z = ZarrInput::open(input)?;
+    let dtype = z.dtype()?;
+    let trailer = z.trailer()?;
+    options
+        .clone()
+        .metadata(trailer)
+        .create_filled(output, dtype, &z.dims, |out| {
+            z.read_into(out.data_mut(), progress)
+        })?;
+    Ok(())
+}
