@@ -25,6 +25,7 @@ from ._rastore import Error
 
 __all__ = [
     "Appender",
+    "Array",
     "Error",
     "MappedFile",
     "convert",
@@ -33,8 +34,45 @@ __all__ = [
     "open",
     "open_slab",
     "read",
+    "to_dask",
     "write",
 ]
+
+# storage_options keys as fsspec/s3fs users write them -> object_store's names.
+_SETTING_ALIASES = {
+    "endpoint_url": "aws_endpoint",
+    "endpoint": "aws_endpoint",
+    "key": "aws_access_key_id",
+    "secret": "aws_secret_access_key",
+    "token": "aws_session_token",
+    "region": "aws_region",
+    "region_name": "aws_region",
+}
+
+
+def _is_remote(location):
+    return isinstance(location, str) and location.startswith("s3://")
+
+
+def _settings(storage_options):
+    """``storage_options`` as object_store settings: its AWS names (``aws_endpoint``,
+    ``aws_region``, ``allow_http``, ...) or the s3fs ones (``endpoint_url``, ``key``,
+    ``secret``, ``region_name``), overriding the AWS environment."""
+    out = []
+    for k, v in (storage_options or {}).items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        out.append((_SETTING_ALIASES.get(k, k), str(v)))
+    if any(k == "aws_endpoint" and v.startswith("http://") for k, v in out) and not any(
+        k == "allow_http" for k, _ in out
+    ):
+        out.append(("allow_http", "true"))
+    return out
+
+
+def _location(path):
+    """A path or URL as the Rust side takes it: ``s3://`` URLs as they are."""
+    return path if _is_remote(path) else os.fspath(path)
 
 # (eltype, elbyte) -> NumPy type string, for the types NumPy has.
 _NUMPY = {
@@ -216,20 +254,52 @@ def _allocator(path):
     return allocate
 
 
-def read(path):
-    """A copy of the array in ``path``, in memory NumPy allocates and the array owns
-    (``flags.owndata``), for every file rastore reads: compressed, big-endian and
-    BitArray files are decoded. The data is read straight into the new array."""
-    path = os.fspath(path)
+def read(path, *, storage_options=None):
+    """A copy of the array in ``path`` (a file or ``s3://bucket/key``), in memory
+    NumPy allocates and the array owns (``flags.owndata``), for every file rastore
+    reads: compressed, big-endian and BitArray files are decoded. The data is read
+    straight into the new array; an object with concurrent ranged GETs."""
+    path = _location(path)
+    if _is_remote(path):
+        return _rastore.remote_read(path, _settings(storage_options), _allocator(path))
     return _rastore.read(path, _allocator(path))
 
 
-def write(path, array, *, compress=False, metadata=None, durable=False, split_links=False):
+def write(
+    path,
+    array,
+    *,
+    compress=False,
+    metadata=None,
+    durable=False,
+    split_links=False,
+    storage_options=None,
+    compute=True,
+):
     """Writes ``array`` (any layout, 0-d and empty included) to ``path`` atomically: the
     file is built out of sight and named when complete. ``metadata`` (bytes or str)
     becomes the trailer; ``compress`` stores LZ4; ``durable`` syncs before naming; a
     ``path`` with other hard links is refused unless ``split_links``. The padding bytes
-    of structured types are written as zeros."""
+    of structured types are written as zeros.
+
+    ``path`` may be ``s3://bucket/key`` (a multipart upload: nothing appears under the
+    key until it is whole). A Dask array is written by the workers that compute it,
+    block by block (see ``rastore._dask``); ``compute=False`` then returns a
+    ``dask.delayed`` that writes. An ``xarray.DataArray`` keeps its dims, 1-D
+    coordinates, name and attrs in the file's NDL trailer."""
+    path = _location(path)
+    kind = type(array).__module__.split(".")[0]
+    if kind == "xarray":
+        from . import _xarray
+
+        return _xarray.write(path, array, durable=durable, split_links=split_links,
+                             storage_options=storage_options, compute=compute)
+    if kind == "dask":
+        from . import _dask
+
+        return _dask.write(path, array, metadata=metadata, durable=durable,
+                           split_links=split_links, storage_options=storage_options,
+                           compute=compute)
     a = _native(np.asarray(array))
     eltype, elbyte, descr = _raw_type(a.dtype)
     dims = list(a.shape)
@@ -237,20 +307,47 @@ def write(path, array, *, compress=False, metadata=None, durable=False, split_li
         metadata = metadata.encode()
     if metadata is None:
         metadata = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
+    if _is_remote(path):
+        if compress:
+            raise Error(f"{path}: compress applies to files; objects are stored raw, for ranged reads")
+        _rastore.remote_write(path, _settings(storage_options), eltype, elbyte, dims,
+                              _fortran_bytes(a), bytes(metadata))
+        return None
     _rastore.write(
-        os.fspath(path), eltype, elbyte, dims, _fortran_bytes(a), compress, bytes(metadata), durable,
+        path, eltype, elbyte, dims, _fortran_bytes(a), compress, bytes(metadata), durable,
         split_links,
     )
+    return None
 
 
-def info(path):
-    """What ``ra info --json`` says of ``path`` (a ``.ra`` or ``.npy``), as a dict."""
-    return json.loads(_rastore.info_json(os.fspath(path)))
+def info(path, *, storage_options=None):
+    """What ``ra info --json`` says of ``path`` (a ``.ra`` or ``.npy``, or an
+    ``s3://`` object), as a dict."""
+    path = _location(path)
+    if _is_remote(path):
+        return json.loads(_rastore.remote_info_json(path, _settings(storage_options)))
+    return json.loads(_rastore.info_json(path))
 
 
-def convert(input, output, *, compress=False, overwrite=False, split_links=False):
-    """``ra convert``: between ``.ra``, ``.npy`` and ``.png``, by extension."""
-    _rastore.convert(os.fspath(input), os.fspath(output), compress, overwrite, split_links)
+def convert(input, output, *, compress=False, overwrite=False, split_links=False, chunks=None,
+            codec=None, storage_options=None):
+    """``ra convert``: between ``.ra``, ``.npy``, ``.png`` and Zarr (a ``.zarr`` folder),
+    by extension, either side local or ``s3://bucket/key``. ``chunks`` (a shape) and
+    ``codec`` (``"zstd"``, ``"gzip:6"``, ``"blosc"``, ``"none"``) shape a Zarr output."""
+    chunks = None if chunks is None else [int(c) for c in chunks]
+    _rastore.convert(_location(input), _location(output), compress, overwrite, split_links, chunks,
+                     codec, _settings(storage_options))
+
+
+def to_dask(path, chunks=None, *, storage_options=None, name=None):
+    """A ``dask.array`` over ``rastore.Array(path)`` (a file or ``s3://`` object). The
+    default chunks are whole frames along the last axis, about Dask's
+    ``array.chunk-size`` each (cut along the slower axes when one frame is larger);
+    any chunking Dask accepts works. The graph holds the array's location, never its
+    data."""
+    from . import _dask
+
+    return _dask.to_dask(path, chunks, storage_options=storage_options, name=name)
 
 
 class Appender(_rastore.AppenderCore):
@@ -283,3 +380,6 @@ class Appender(_rastore.AppenderCore):
         else:
             self.discard()
         return False
+
+
+from ._array import Array  # noqa: E402  (uses the names above)

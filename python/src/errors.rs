@@ -12,8 +12,9 @@ pyo3::create_exception!(
     "A bad file or a refused operation; the message names the path, the field and the numbers."
 );
 
-/// `EEXIST`, the same number on every platform rastore runs on.
+/// `EEXIST` and `ENOENT`, the same numbers on every platform rastore runs on.
 const EEXIST: i32 = 17;
+const ENOENT: i32 = 2;
 
 /// OS failures become the matching `OSError` subclass, with `errno`, `strerror` (the
 /// Rust message without the path) and `filename` set; everything else `rastore.Error`.
@@ -38,6 +39,9 @@ pub fn to_py(e: rastore::Error) -> PyErr {
             "file exists; pass overwrite=True to replace it",
             filename,
         )),
+        ErrorKind::NoSuchObject { .. } => {
+            PyFileNotFoundError::new_err((ENOENT, e.kind().to_string(), filename))
+        }
         ErrorKind::HardLinks { .. } => Error::new_err(format!(
             "{e}; pass split_links=True to replace this name only"
         )),

@@ -17,6 +17,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write, m)?)?;
     m.add_function(wrap_pyfunction!(create_file, m)?)?;
     m.add_function(wrap_pyfunction!(info_json, m)?)?;
+    m.add_function(wrap_pyfunction!(trailer_of, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(type_name, m)?)?;
     m.add_function(wrap_pyfunction!(descr_of, m)?)?;
@@ -109,6 +110,15 @@ fn create_file(
     .map_err(to_py)
 }
 
+/// The trailer of a `.ra` file (the data is not read).
+#[pyfunction]
+fn trailer_of(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyBytes>> {
+    let reader = py
+        .detach(|| rastore::DataReader::open(&path))
+        .map_err(to_py)?;
+    Ok(PyBytes::new(py, reader.metadata()))
+}
+
 /// `ra info --json` of a `.ra` or `.npy` file.
 #[pyfunction]
 fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
@@ -119,8 +129,11 @@ fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     .map_err(to_py)
 }
 
-/// `ra convert`: between `.ra`, `.npy` and `.png` by extension.
+/// `ra convert`: between `.ra`, `.npy`, `.png` and Zarr by extension, either side
+/// possibly `s3://` (with `settings` over the AWS environment); `chunks` and `codec`
+/// (`"zstd"`, `"gzip:6"`, ...) shape a Zarr output.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
 fn convert(
     py: Python<'_>,
     input: PathBuf,
@@ -128,11 +141,43 @@ fn convert(
     compress: bool,
     overwrite: bool,
     split_links: bool,
+    chunks: Option<Vec<u64>>,
+    codec: Option<String>,
+    settings: Vec<(String, String)>,
 ) -> PyResult<()> {
     let options = ConvertOptions::new()
         .compress(compress)
         .overwrite(overwrite)
         .split_links(split_links);
+    #[cfg(feature = "zarr")]
+    let options = {
+        let codec: rastore::formats::zarr::Codec = match codec {
+            Some(c) => c.parse().map_err(error)?,
+            None => Default::default(),
+        };
+        options.chunks(chunks).zarr_codec(codec)
+    };
+    #[cfg(not(feature = "zarr"))]
+    if chunks.is_some() || codec.is_some() {
+        return Err(error(
+            "chunks and codec shape Zarr outputs: this build has no Zarr",
+        ));
+    }
+    #[cfg(feature = "s3")]
+    {
+        let remote = |p: &PathBuf| p.to_str().is_some_and(rastore::remote::is_remote);
+        if remote(&input) || remote(&output) {
+            let remote = rastore::remote::RemoteOptions {
+                settings,
+                ..Default::default()
+            };
+            return py
+                .detach(|| rastore::remote::convert(&input, &output, &options, &remote))
+                .map_err(to_py);
+        }
+    }
+    #[cfg(not(feature = "s3"))]
+    let _ = settings;
     py.detach(|| rastore::formats::convert::convert(&input, &output, &options, &mut |_, _| ()))
         .map(drop)
         .map_err(to_py)

@@ -8,11 +8,16 @@
 //! | `MappedFile`: mappings and the NumPy arrays that lie over them | `mapped.rs` |
 //! | reading, writing, creating, converting, `info` | `io.rs` |
 //! | appending frames | `append.rs` |
+//! | objects in S3-protocol storage (feature `s3`) | `remote.rs` |
+//! | NDL trailers to and from Python values (xarray's labels) | `ndl.rs` |
 
 mod append;
 mod errors;
 mod io;
 mod mapped;
+mod ndl;
+#[cfg(feature = "s3")]
+mod remote;
 
 use pyo3::prelude::*;
 
@@ -22,5 +27,8 @@ fn _rastore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<mapped::MappedFileCore>()?;
     m.add_class::<append::AppenderCore>()?;
     io::register(m)?;
+    ndl::register(m)?;
+    #[cfg(feature = "s3")]
+    remote::register(m)?;
     Ok(())
 }

@@ -1,0 +1,235 @@
+"""``rastore.Array``: a lazy array over a ``.ra`` file (or ``.npy``) or an ``s3://``
+object, which reads nothing until it is indexed, pickles as its location, and which
+Dask never copies."""
+
+import operator
+import os
+
+import numpy as np
+
+from . import MappedFile, _is_remote, _numpy_dtype, _rastore, _settings, info, read
+from ._rastore import Error
+
+
+class _Local:
+    """A file, mapped on first use in each process."""
+
+    def __init__(self, path):
+        self.mapped = None
+        self.decoded = None
+        try:
+            self.mapped = MappedFile(path)
+        except Error:
+            # Compressed, big-endian or BitArray data has no view in place: it is
+            # decoded whole, once, on the first index.
+            self.path = path
+
+    def array(self):
+        if self.mapped is not None:
+            return self.mapped.array
+        if self.decoded is None:
+            self.decoded = read(self.path)
+        return self.decoded
+
+    def describe(self):
+        """(shape, dtype, trailer)."""
+        a = self.array() if self.mapped is not None else None
+        if a is None:
+            h = info(self.path)
+            eltype, elbyte = h["eltype"], h["elbyte"]
+            trailer = self.metadata()
+            bits = h["flags"]["bits"]
+            dtype = np.dtype("?") if bits else _numpy_dtype(eltype, elbyte, trailer)
+            return tuple(h["dims"]), dtype, trailer
+        return a.shape, a.dtype, self.metadata()
+
+    def metadata(self):
+        if self.mapped is not None:
+            return bytes(self.mapped.metadata)
+        return bytes(_rastore.trailer_of(self.path))
+
+    def token(self, path):
+        st = os.stat(path)
+        return (st.st_size, st.st_mtime_ns)
+
+    def __getitem__(self, key):
+        return self.array()[key]
+
+
+class _Remote:
+    """An object, opened (one ranged GET) on first use in each process."""
+
+    def __init__(self, url, storage_options):
+        self.core = _rastore.RemoteFileCore(url, _settings(storage_options))
+        self.url = url
+        self.storage_options = storage_options
+
+    def describe(self):
+        eltype, elbyte, bits = self.core._type()
+        trailer = bytes(self.core.metadata)
+        dtype = np.dtype("?") if bits else _numpy_dtype(eltype, elbyte, trailer if eltype == 0 else b"")
+        return tuple(self.core.dims), dtype, trailer
+
+    def metadata(self):
+        return bytes(self.core.metadata)
+
+    def token(self, url):
+        return (self.core.length, self.core.etag)
+
+    def __getitem__(self, key):
+        shape, dtype, _ = self.describe()
+        if len(shape) == 0:
+            return read(self.url, storage_options=self.storage_options)[key]
+        # Fetch the frames (last-axis range) the selection touches, then select in them.
+        *inner, last = key
+        n = shape[-1]
+        if isinstance(last, slice):
+            start, stop, step = last.indices(n)
+            picked = range(start, stop, step)
+            if len(picked) == 0:
+                return np.empty(shape[:-1] + (0,), dtype, order="F")[tuple(inner) + (slice(0, 0),)]
+            if step > 0:
+                lo, hi = picked[0], picked[-1] + 1
+                local_last = slice(0, hi - lo, step)
+            else:
+                lo, hi = picked[-1], picked[0] + 1
+                local_last = slice(hi - 1 - lo, None, step)
+        else:
+            lo, hi, local_last = last, last + 1, 0
+        frames = np.empty(shape[:-1] + (hi - lo,), dtype, order="F")
+        self.core.read_frames(lo, hi, frames.T.reshape(-1).view(np.uint8))
+        return frames[tuple(inner) + (local_last,)]
+
+
+def _basic_key(key, shape):
+    """`key` as a tuple of one int (made non-negative) or slice per axis; anything
+    but NumPy's basic indexing (ints, slices, ``...``) is refused."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    out = []
+    for k in key:
+        if k is Ellipsis:
+            out.extend([slice(None)] * (len(shape) - (len(key) - 1)))
+        elif isinstance(k, slice):
+            out.append(k)
+        else:
+            try:
+                out.append(operator.index(k))
+            except TypeError:
+                raise IndexError(
+                    f"rastore.Array takes NumPy's basic indexing (ints, slices, ...), not {k!r}; "
+                    "index the array it returns for anything else"
+                ) from None
+    if len(out) > len(shape):
+        raise IndexError(f"too many indices: {len(out)} for {len(shape)} dims")
+    out.extend([slice(None)] * (len(shape) - len(out)))
+    for axis, (k, n) in enumerate(zip(out, shape)):
+        if not isinstance(k, slice):
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
+            out[axis] = k + n if k < 0 else k
+    return tuple(out)
+
+
+class Array:
+    """``Array(path_or_url, storage_options=None)``: the array in a ``.ra`` (or
+    ``.npy``) file or an ``s3://`` object, read only when indexed.
+
+    ``x[...]`` takes NumPy's basic indexing and returns an ndarray: from a local file,
+    a read-only view over its mapping; from an object, a new array filled from the
+    frames (ranges of the last axis) the selection touches, fetched with concurrent
+    ranged GETs. ``np.asarray(x)`` reads it all. It pickles as its location (and
+    what the header said), and the process that unpickles it opens the file or object
+    again on its first index. ``__dask_tokenize__`` names the location, size and mtime
+    (ETag for an object); there is no ``.copy``, so ``da.from_array`` never copies it.
+    """
+
+    def __init__(self, location, storage_options=None):
+        location = os.fspath(location)
+        self._remote = _is_remote(location)
+        self._location = location if self._remote else os.path.abspath(location)
+        self._storage_options = dict(storage_options or {})
+        self._source = None
+        source = self._open()
+        self._shape, self._dtype, _ = source.describe()
+        self._token = source.token(self._location)
+
+    def _open(self):
+        if self._source is None:
+            if self._remote:
+                self._source = _Remote(self._location, self._storage_options)
+            else:
+                self._source = _Local(self._location)
+        return self._source
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def nbytes(self):
+        return self.size * self._dtype.itemsize
+
+    @property
+    def location(self):
+        """The path (absolute) or URL."""
+        return self._location
+
+    @property
+    def metadata(self):
+        """The trailer's bytes (an NDL document for files rastore wrote)."""
+        return self._open().metadata()
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d array")
+        return self._shape[0]
+
+    def __getitem__(self, key):
+        return self._open()[_basic_key(key, self._shape)]
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(self[...])
+        if dtype is not None and a.dtype != np.dtype(dtype):
+            return a.astype(dtype)
+        if copy:
+            return a.copy()
+        return a
+
+    def __dask_tokenize__(self):
+        return ("rastore.Array", self._location, self._token)
+
+    def __getstate__(self):
+        return {
+            "location": self._location,
+            "storage_options": self._storage_options,
+            "shape": self._shape,
+            "dtype": self._dtype,
+            "token": self._token,
+        }
+
+    def __setstate__(self, state):
+        self._location = state["location"]
+        self._remote = _is_remote(self._location)
+        self._storage_options = state["storage_options"]
+        self._shape = state["shape"]
+        self._dtype = state["dtype"]
+        self._token = state["token"]
+        self._source = None
+
+    def __repr__(self):
+        return f"rastore.Array({self._location!r}, shape={self._shape}, dtype={self._dtype})"

@@ -1,0 +1,150 @@
+"""xarray: the ``rastore`` backend (``xr.open_dataarray(path, engine="rastore")``) and
+the labels of a ``DataArray`` in a file's NDL trailer.
+
+The ndarray of the NDL document keeps ``name`` (the DataArray's), ``dimcoords`` (one
+entry per axis, in order: the dimension's ``name``, and for a dimension with a 1-D
+coordinate its ``values``, NumPy ``type`` and ``attributes``) and ``attributes`` (the
+DataArray's ``attrs``). Datetimes and timedeltas are kept as integers of their unit,
+their type (``<M8[ns]``) saying which. Imported only when used.
+"""
+
+import numpy as np
+import xarray as xr
+from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.core import indexing
+
+from . import Error, _rastore, _raw_type
+from ._array import Array
+
+# What xarray calls the variable of a DataArray without a name.
+_UNNAMED = "__xarray_dataarray_variable__"
+
+
+def _plain(v):
+    """``v`` as values NDL holds (NumPy scalars and arrays become Python ones)."""
+    if isinstance(v, np.ndarray):
+        return _plain(v.tolist())
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    raise Error(f"the attribute value {v!r} ({type(v).__name__}) has no NDL form")
+
+
+def _coord_values(values):
+    if values.dtype.kind in "Mm":
+        return values.view("i8").tolist()
+    if values.dtype.kind in "biufUS":
+        if values.dtype.kind == "S":
+            return [b.decode("latin-1") for b in values.tolist()]
+        return values.tolist()
+    raise Error(f"a coordinate of {values.dtype} has no NDL form")
+
+
+def trailer(da):
+    """The NDL trailer of ``da``: its type, shape, labels and attrs."""
+    dtype = np.dtype(da.dtype)
+    eltype, elbyte, descr = _raw_type(dtype)
+    dims = [int(d) for d in da.shape]
+    dimcoords = []
+    for d in da.dims:
+        entry = {"name": str(d)}
+        if d in da.coords and da.coords[d].ndim == 1:
+            c = da.coords[d]
+            values = np.asarray(c.values)
+            entry["type"] = values.dtype.str
+            entry["values"] = _coord_values(values)
+            if c.attrs:
+                entry["attributes"] = _plain(dict(c.attrs))
+        dimcoords.append(entry)
+    extra = {"dimcoords": dimcoords}
+    if da.name is not None:
+        extra["name"] = str(da.name)
+    text = _rastore.ndl_trailer(eltype, elbyte, dims, descr, _plain(dict(da.attrs)), extra)
+    if len(text) > _rastore.MAX_TRAILER_YAML:
+        raise Error(
+            f"the labels of {da.name or 'the DataArray'} take {len(text)} bytes of NDL, over the "
+            f"{_rastore.MAX_TRAILER_YAML} a trailer may hold: drop the largest coordinates"
+        )
+    return bytes(text)
+
+
+def write(path, da, *, durable=False, split_links=False, storage_options=None, compute=True):
+    """``rastore.write`` of a DataArray: its data (NumPy or Dask) with its labels."""
+    from . import write as write_array
+
+    data = da.data
+    meta = trailer(da)
+    if type(data).__module__.split(".")[0] == "dask":
+        from . import _dask
+
+        return _dask.write(path, data, durable=durable, split_links=split_links,
+                           storage_options=storage_options, compute=compute, trailer=meta)
+    return write_array(path, np.asarray(data), metadata=meta, durable=durable,
+                       split_links=split_links, storage_options=storage_options)
+
+
+def labels(metadata, shape):
+    """(name, dims, coords, attrs) from a trailer: ``dim_0 ...`` and the NDL
+    attributes for a file without labels."""
+    entity = _rastore.ndl_entity(metadata) or {}
+    attrs = entity.get("attributes") or {}
+    if not isinstance(attrs, dict):
+        attrs = {}
+    dims = [f"dim_{i}" for i in range(len(shape))]
+    coords = {}
+    entries = entity.get("dimcoords")
+    if isinstance(entries, list) and len(entries) == len(shape):
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+                continue
+            dims[i] = e["name"]
+            values, kind = e.get("values"), e.get("type")
+            if isinstance(values, list) and len(values) == shape[i] and isinstance(kind, str):
+                t = np.dtype(kind)
+                v = np.asarray(values, dtype="i8").view(t) if t.kind in "Mm" else np.asarray(values, dtype=t)
+                coords[e["name"]] = xr.Variable(e["name"], v, attrs=e.get("attributes") or {})
+    name = entity.get("name")
+    return (name if isinstance(name, str) else None), dims, coords, attrs
+
+
+class RastoreBackendArray(BackendArray):
+    """A ``rastore.Array`` as xarray's lazily indexed backend array (basic indexing)."""
+
+    def __init__(self, array):
+        self.array = array
+        self.shape = array.shape
+        self.dtype = array.dtype
+
+    def __getitem__(self, key):
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.BASIC, self.array.__getitem__
+        )
+
+
+class RastoreBackendEntrypoint(BackendEntrypoint):
+    """``engine="rastore"``: RawArray files and ``s3://`` objects, lazily."""
+
+    description = "RawArray (.ra) files and s3:// objects, lazily, through rastore"
+    url = "https://github.com/rastore/rastore"
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "storage_options")
+
+    def open_dataset(self, filename_or_obj, *, drop_variables=None, storage_options=None):
+        location = filename_or_obj if isinstance(filename_or_obj, str) else str(filename_or_obj)
+        array = Array(location, storage_options)
+        name, dims, coords, attrs = labels(array.metadata, array.shape)
+        data = indexing.LazilyIndexedArray(RastoreBackendArray(array))
+        var = xr.Variable(dims, data, attrs=attrs)
+        key = name if name is not None else _UNNAMED
+        variables = {} if drop_variables and key in drop_variables else {key: var}
+        return xr.Dataset(variables, coords=coords)
+
+    def guess_can_open(self, filename_or_obj):
+        try:
+            return str(filename_or_obj).endswith(".ra")
+        except TypeError:
+            return False

@@ -1,0 +1,262 @@
+//! Objects in S3-protocol storage (feature `s3`): an opened object read by frames,
+//! whole reads and writes, `info`, and the steps of a distributed fill. Each call
+//! releases the GIL while it waits on the network. `settings` are object_store's AWS
+//! names (`aws_endpoint`, `aws_region`, ...) that override the environment's.
+
+use std::sync::OnceLock;
+
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rastore::remote::{FillToken, RemoteOptions, RemoteRa};
+use rastore::{DType, Encoding, Header};
+
+use crate::errors::{error, to_py};
+use crate::io::bytes_of;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RemoteFileCore>()?;
+    m.add_function(wrap_pyfunction!(remote_read, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_write, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_info_json, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_put, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_complete, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_abort, m)?)?;
+    Ok(())
+}
+
+fn options(settings: Vec<(String, String)>) -> RemoteOptions {
+    RemoteOptions {
+        settings,
+        ..RemoteOptions::default()
+    }
+}
+
+/// An opened `.ra` object: its header (checked as a local file's is), read by ranges
+/// of its last axis with concurrent ranged GETs.
+#[pyclass(module = "rastore._rastore", frozen)]
+pub struct RemoteFileCore {
+    ra: RemoteRa,
+    trailer: OnceLock<Vec<u8>>,
+}
+
+#[pymethods]
+impl RemoteFileCore {
+    #[new]
+    fn new(py: Python<'_>, url: String, settings: Vec<(String, String)>) -> PyResult<Self> {
+        let ra = py
+            .detach(|| RemoteRa::open_with(&url, options(settings)))
+            .map_err(to_py)?;
+        Ok(RemoteFileCore {
+            ra,
+            trailer: OnceLock::new(),
+        })
+    }
+
+    /// The dims, first fastest.
+    #[getter]
+    fn dims(&self) -> Vec<u64> {
+        self.ra.header().dims().to_vec()
+    }
+
+    /// `(eltype, elbyte, is a BitArray)`.
+    fn _type(&self) -> (u64, u64, bool) {
+        let h = self.ra.header();
+        let d = h.dtype();
+        (d.eltype, d.elbyte, h.encoding() == Encoding::Bits)
+    }
+
+    /// The object's length in bytes.
+    #[getter]
+    fn length(&self) -> u64 {
+        self.ra.len()
+    }
+
+    /// The object's ETag, when the server gave one.
+    #[getter]
+    fn etag(&self) -> Option<String> {
+        self.ra.etag().map(str::to_string)
+    }
+
+    /// The trailer (one suffix GET, the first time).
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        if let Some(t) = self.trailer.get() {
+            return Ok(PyBytes::new(py, t));
+        }
+        let t = py.detach(|| self.ra.metadata()).map_err(to_py)?;
+        Ok(PyBytes::new(py, self.trailer.get_or_init(|| t)))
+    }
+
+    /// Reads frames `start..stop` of the last axis, decoded to native order, into
+    /// `buf` (their bytes, column-major): exactly those bytes are fetched from a plain
+    /// object; a compressed or packed one is fetched whole and decoded.
+    fn read_frames(
+        &self,
+        py: Python<'_>,
+        start: u64,
+        stop: u64,
+        mut buf: PyReadwriteArray1<'_, u8>,
+    ) -> PyResult<()> {
+        let out = buf
+            .as_slice_mut()
+            .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
+        py.detach(|| {
+            let (_, data) = self.ra.read_slab_bytes(start..stop).map_err(to_py)?;
+            if data.len() != out.len() {
+                return Err(error(format!(
+                    "frames {start}..{stop} are {} bytes, the buffer {}",
+                    data.len(),
+                    out.len()
+                )));
+            }
+            out.copy_from_slice(&data);
+            Ok(())
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("RemoteFileCore({:?})", self.ra.url().to_string())
+    }
+}
+
+/// The whole object, decoded, into memory NumPy allocates: `allocate(eltype, elbyte,
+/// dims, trailer)` returns `(array, its bytes as a flat uint8 view)`, as for `read`.
+#[pyfunction]
+fn remote_read<'py>(
+    py: Python<'py>,
+    url: String,
+    settings: Vec<(String, String)>,
+    allocate: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let raw = py
+        .detach(|| RemoteRa::open_with(&url, options(settings))?.decoded())
+        .map_err(to_py)?;
+    let (dtype, dims) = (raw.header.dtype(), raw.header.dims().to_vec());
+    let trailer = PyBytes::new(py, &raw.metadata);
+    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) = allocate
+        .call1((dtype.eltype, dtype.elbyte, dims, trailer))?
+        .extract()?;
+    let mut bytes = bytes.readwrite();
+    let buf = bytes
+        .as_slice_mut()
+        .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
+    if buf.len() != raw.data.len() {
+        return Err(error(format!(
+            "{url}: {} data bytes for a buffer of {}",
+            raw.data.len(),
+            buf.len()
+        )));
+    }
+    buf.copy_from_slice(&raw.data);
+    Ok(array)
+}
+
+/// Uploads column-major `data` of `dims` and type `(eltype, elbyte)`, then `metadata`,
+/// to `url`: nothing is visible under the key until the upload completes.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn remote_write(
+    py: Python<'_>,
+    url: String,
+    settings: Vec<(String, String)>,
+    eltype: u64,
+    elbyte: u64,
+    dims: Vec<u64>,
+    data: PyReadonlyArray1<'_, u8>,
+    metadata: Vec<u8>,
+) -> PyResult<()> {
+    let bytes = bytes_of(&data)?;
+    py.detach(|| {
+        let header = Header::new(DType { eltype, elbyte }, &dims).map_err(|e| e.at(&url))?;
+        rastore::remote::upload_bytes(&url, &header, bytes, &metadata, &options(settings))
+    })
+    .map(drop)
+    .map_err(to_py)
+}
+
+/// `ra info --json` of an object.
+#[pyfunction]
+fn remote_info_json(
+    py: Python<'_>,
+    url: String,
+    settings: Vec<(String, String)>,
+) -> PyResult<String> {
+    py.detach(|| RemoteRa::open_with(&url, options(settings)).map(|r| r.info().to_json()))
+        .map_err(to_py)
+}
+
+fn token(text: &str) -> PyResult<FillToken> {
+    FillToken::from_json(text).map_err(to_py)
+}
+
+/// Begins a distributed fill of `url`: the token (JSON) every worker needs.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn fill_begin(
+    py: Python<'_>,
+    url: String,
+    settings: Vec<(String, String)>,
+    eltype: u64,
+    elbyte: u64,
+    dims: Vec<u64>,
+    trailer: Vec<u8>,
+) -> PyResult<String> {
+    py.detach(|| {
+        FillToken::begin(
+            &url,
+            DType { eltype, elbyte },
+            &dims,
+            &trailer,
+            &options(settings),
+        )
+        .map(|t| t.to_json())
+    })
+    .map_err(to_py)
+}
+
+/// The plan of a fill: `(part, start, stop)` frames of each part, parts from 1.
+#[pyfunction]
+fn fill_frames(token_json: &str) -> PyResult<Vec<(u64, u64, u64)>> {
+    let t = token(token_json)?;
+    (1..=t.parts())
+        .map(|p| t.frames(p).map(|f| (p, f.start, f.end)).map_err(to_py))
+        .collect()
+}
+
+/// Uploads part `part` from its frames' column-major bytes; returns its ETag.
+#[pyfunction]
+fn fill_put(
+    py: Python<'_>,
+    token_json: &str,
+    settings: Vec<(String, String)>,
+    part: u64,
+    data: PyReadonlyArray1<'_, u8>,
+) -> PyResult<String> {
+    let t = token(token_json)?;
+    let bytes = bytes_of(&data)?.to_vec();
+    py.detach(|| t.put_part(part, bytes, &options(settings)))
+        .map_err(to_py)
+}
+
+/// Completes the fill from every part's ETag: the object appears whole.
+#[pyfunction]
+fn fill_complete(
+    py: Python<'_>,
+    token_json: &str,
+    settings: Vec<(String, String)>,
+    etags: Vec<(u64, String)>,
+) -> PyResult<()> {
+    let t = token(token_json)?;
+    py.detach(|| t.complete(&etags, &options(settings)))
+        .map_err(to_py)
+}
+
+/// Aborts the fill: the parts uploaded are dropped, and no object appears.
+#[pyfunction]
+fn fill_abort(py: Python<'_>, token_json: &str, settings: Vec<(String, String)>) -> PyResult<()> {
+    let t = token(token_json)?;
+    py.detach(|| t.abort(&options(settings))).map_err(to_py)
+}

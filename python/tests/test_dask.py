@@ -1,0 +1,232 @@
+"""rastore.Array, to_dask and writes of Dask arrays, on a real distributed.LocalCluster
+with 2 worker processes, locally and on a real S3 server (s3s-fs)."""
+import os
+import pickle
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import rastore
+
+if os.environ.get("CI"):
+    import dask.array as da  # CI installs rastore[dask]: its absence is a failure there
+else:
+    da = pytest.importorskip("dask.array")
+import dask  # noqa: E402
+
+
+def rss_anon():
+    """This process's anonymous resident memory, in bytes (Linux)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no RssAnon in /proc/self/status")
+
+
+def test_import_rastore_does_not_import_dask_or_xarray():
+    import subprocess
+
+    code = "import sys, rastore; print(sorted(m for m in ('dask', 'distributed', 'xarray') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_array_indexes_like_numpy(tmp_path):
+    a = np.arange(5 * 6 * 7, dtype="<i4").reshape(5, 6, 7) * 3
+    rastore.write(tmp_path / "a.ra", a)
+    x = rastore.Array(tmp_path / "a.ra")
+    assert (x.shape, x.dtype, x.ndim, x.size, x.nbytes) == (a.shape, a.dtype, 3, a.size, a.nbytes)
+    assert len(x) == 5 and not hasattr(x, "copy")
+    for key in [(...,), (1,), (-1, 2), (slice(1, 4), ..., -2), (slice(None, None, -2), 0, slice(6, 1, -3)),
+                (..., 3), (slice(2, 2),), (0, 0, 0), (slice(-3, None), slice(None, 4), slice(1, None, 2))]:
+        np.testing.assert_array_equal(x[key], a[key], err_msg=str(key))
+    np.testing.assert_array_equal(np.asarray(x), a)
+    with pytest.raises(IndexError, match="basic indexing"):
+        x[[0, 1]]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[5]
+    # Compressed data has no view in place: decoded on the first index.
+    rastore.write(tmp_path / "c.ra", a, compress=True)
+    c = rastore.Array(tmp_path / "c.ra")
+    np.testing.assert_array_equal(c[1:3, ::2], a[1:3, ::2])
+
+
+def test_array_pickles_as_its_location_and_tokenizes_by_file(tmp_path):
+    a = np.zeros((256, 256, 64), "f4")
+    rastore.write(tmp_path / "a.ra", a)
+    x = rastore.Array(tmp_path / "a.ra")
+    x[0, 0, 0]  # mapped in this process
+    blob = pickle.dumps(x)
+    assert len(blob) < 600, len(blob)
+    y = pickle.loads(blob)
+    assert y._source is None  # reopened lazily, on the first index
+    assert y.shape == a.shape and y[1, 2, 3] == 0
+    t1 = dask.base.tokenize(x)
+    assert dask.base.tokenize(rastore.Array(tmp_path / "a.ra")) == t1
+    time.sleep(0.01)
+    rastore.write(tmp_path / "a.ra", a + 1)
+    assert dask.base.tokenize(rastore.Array(tmp_path / "a.ra")) != t1
+
+
+def test_to_dask_default_chunks_are_whole_frames_near_the_chunk_size(tmp_path):
+    rastore.create(tmp_path / "a.ra", "f4", (512, 512, 300))
+    with dask.config.set({"array.chunk-size": "8MiB"}):
+        x = rastore.to_dask(tmp_path / "a.ra")
+    assert x.chunks[0] == (512,) and x.chunks[1] == (512,)
+    assert set(x.chunks[2][:-1]) == {8} and sum(x.chunks[2]) == 300
+    # One frame over the chunk size: cut along the slower axes.
+    with dask.config.set({"array.chunk-size": "256KiB"}):
+        y = rastore.to_dask(tmp_path / "a.ra")
+    assert y.chunks[0] == (512,) and y.chunks[2] == (1,) * 300 and y.chunks[1][0] == 128
+    z = rastore.to_dask(tmp_path / "a.ra", chunks=(100, 200, 7))
+    assert z.chunks[0][0] == 100 and z.chunks[1][0] == 200 and z.chunks[2][0] == 7
+
+
+def test_the_graph_holds_no_data(tmp_path):
+    rastore.create(tmp_path / "big.ra", "f8", (1024, 1024, 64))  # 512 MiB
+    x = rastore.to_dask(tmp_path / "big.ra")
+    assert len(pickle.dumps(dict(x.__dask_graph__()))) < 20_000
+
+
+def test_sum_of_1_gib_on_the_cluster_keeps_the_client_small(tmp_path, client):
+    n = 256
+    a = rastore.create(tmp_path / "g.ra", "f4", (1024, 1024, n))  # 1 GiB
+    for t in range(n):
+        a[:, :, t] = t % 7
+    a.base.flush()
+    del a
+    expect = 1024 * 1024 * sum(t % 7 for t in range(n))
+    before = rss_anon()
+    total = rastore.to_dask(tmp_path / "g.ra").sum(dtype="f8").compute()
+    grew = rss_anon() - before
+    assert total == expect
+    # da.from_array(np.memmap(...)) copies the whole GiB into this process (dask#11850).
+    assert grew < 128 << 20, f"the client grew by {grew >> 20} MiB"
+
+
+@pytest.mark.parametrize("chunks", [(3, 4, 5), (7, 1, 2), (16, 10, 9)])
+def test_dask_writes_match_numpy_writes_byte_for_byte(tmp_path, client, chunks):
+    rng = np.random.default_rng(sum(chunks))
+    a = rng.standard_normal((16, 10, 9)).astype("f4")
+    x = da.from_array(a, chunks=chunks) * 2 + 1
+    rastore.write(tmp_path / "d.ra", x)
+    rastore.write(tmp_path / "n.ra", x.compute())
+    assert (tmp_path / "d.ra").read_bytes() == (tmp_path / "n.ra").read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["d.ra", "n.ra"]
+    # Structured elements and compute=False.
+    s = np.zeros(12, dtype=[("a", "<i4"), ("b", "<f8")])
+    s["a"], s["b"] = np.arange(12), np.arange(12) / 4
+    w = rastore.write(tmp_path / "s.ra", da.from_array(s, chunks=5), compute=False)
+    assert not (tmp_path / "s.ra").exists()
+    w.compute()
+    np.testing.assert_array_equal(rastore.read(tmp_path / "s.ra"), s)
+
+
+def _fails_on_block_two(block, block_info=None):
+    if block_info is not None and block_info[0]["chunk-location"][-1] == 2:
+        raise ValueError("block 2 is bad")
+    return block
+
+
+def test_a_failing_block_leaves_no_file(tmp_path, client):
+    x = da.ones((8, 8, 10), chunks=(8, 8, 2), dtype="f4").map_blocks(_fails_on_block_two, dtype="f4")
+    with pytest.raises(ValueError, match="block 2 is bad"):
+        rastore.write(tmp_path / "f.ra", x)
+    assert os.listdir(tmp_path) == []
+    w = rastore.write(tmp_path / "g.ra", x, compute=False)
+    with pytest.raises(ValueError, match="block 2 is bad"):
+        w.compute()
+    assert os.listdir(tmp_path) == []
+
+
+def _slow(block):
+    time.sleep(0.1)
+    return block + 1
+
+
+def _kill_one_worker(client, started):
+    """Kills a worker process (its nanny starts another) once some tasks ran."""
+    started.wait(30)
+    time.sleep(0.6)
+    pids = list(client.run(os.getpid).values())
+    os.kill(pids[0], 9)
+
+
+def test_a_killed_worker_is_retried_and_the_file_is_right(tmp_path, client):
+    a = np.arange(32 * 32 * 40, dtype="i8").reshape(32, 32, 40)
+    x = da.from_array(a, chunks=(32, 32, 1)).map_blocks(_slow, dtype="i8")
+    started = threading.Event()
+    killer = threading.Thread(target=_kill_one_worker, args=(client, started))
+    killer.start()
+    started.set()
+    rastore.write(tmp_path / "k.ra", x)
+    killer.join()
+    np.testing.assert_array_equal(rastore.read(tmp_path / "k.ra"), a + 1)
+    assert sorted(os.listdir(tmp_path)) == ["k.ra"]
+
+
+# --- s3:// ----------------------------------------------------------------------------
+
+
+def test_read_write_info_convert_on_s3(tmp_path, s3):
+    o = s3.options
+    a = np.arange(3 * 4 * 5, dtype="<u2").reshape(3, 4, 5)
+    rastore.write(s3.url("a.ra"), a, storage_options=o, metadata="---\nx: 1\n")
+    np.testing.assert_array_equal(rastore.read(s3.url("a.ra"), storage_options=o), a)
+    rastore.write(tmp_path / "a.ra", a, metadata="---\nx: 1\n")
+    assert s3.object("a.ra").read_bytes() == (tmp_path / "a.ra").read_bytes()
+    h = rastore.info(s3.url("a.ra"), storage_options=o)
+    assert h["dims"] == [3, 4, 5] and h["dtype"] == "uint16" and h["path"] == s3.url("a.ra")
+    rastore.convert(s3.url("a.ra"), tmp_path / "a.npy", storage_options=o)
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), a)
+    rastore.convert(tmp_path / "a.npy", s3.url("b.ra"), storage_options=o)
+    rastore.write(tmp_path / "ref.ra", a)
+    assert s3.object("b.ra").read_bytes() == (tmp_path / "ref.ra").read_bytes()
+    with pytest.raises(FileNotFoundError, match="no such object"):
+        rastore.read(s3.url("missing.ra"), storage_options=o)
+    with pytest.raises(FileNotFoundError):
+        rastore.Array(s3.url("missing.ra"), storage_options=o)
+    s3.object("junk.ra").write_bytes(b"x" * 100)
+    with pytest.raises(rastore.Error, match="not a RawArray"):
+        rastore.read(s3.url("junk.ra"), storage_options=o)
+
+
+def test_array_on_s3_fetches_frames_and_pickles_small(s3):
+    o = s3.options
+    a = np.arange(6 * 5 * 40, dtype="<f8").reshape(6, 5, 40)
+    rastore.write(s3.url("x.ra"), a, storage_options=o)
+    x = rastore.Array(s3.url("x.ra"), storage_options=o)
+    assert x.shape == a.shape and x.dtype == a.dtype
+    for key in [(...,), (0,), (1, 2, 3), (..., slice(3, 30, 4)), (..., slice(None, None, -3)), (..., -1),
+                (slice(1, 3), ..., slice(10, 10))]:
+        np.testing.assert_array_equal(x[key], a[key], err_msg=str(key))
+    y = pickle.loads(pickle.dumps(x))
+    assert len(pickle.dumps(x)) < 800
+    np.testing.assert_array_equal(y[..., 7], a[..., 7])
+    t = dask.base.tokenize(x)
+    rastore.write(s3.url("x.ra"), a + 1, storage_options=o)
+    assert dask.base.tokenize(rastore.Array(s3.url("x.ra"), storage_options=o)) != t
+
+
+def test_dask_on_s3_both_ways_on_the_cluster(s3, client):
+    o = s3.options
+    a = np.random.default_rng(1).standard_normal((256, 256, 100)).astype("f4")  # 25 MiB
+    rastore.write(s3.url("in.ra"), a, storage_options=o)
+    x = rastore.to_dask(s3.url("in.ra"), chunks=(100, 256, 7), storage_options=o)
+    np.testing.assert_allclose(x.sum(dtype="f8").compute(), a.sum(dtype="f8"), rtol=1e-9)
+    rastore.write(s3.url("out.ra"), x * 2, storage_options=o)
+    np.testing.assert_array_equal(rastore.read(s3.url("out.ra"), storage_options=o), a * 2)
+    assert s3.pending_uploads() == []
+
+
+def test_a_failing_block_aborts_the_s3_upload(s3, client):
+    o = s3.options
+    x = da.ones((512, 512, 40), chunks=(512, 512, 8), dtype="f4").map_blocks(_fails_on_block_two, dtype="f4")
+    with pytest.raises(ValueError, match="block 2 is bad"):
+        rastore.write(s3.url("bad.ra"), x, storage_options=o)
+    assert not s3.object("bad.ra").exists()
+    assert s3.pending_uploads() == []
