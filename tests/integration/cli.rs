@@ -10,7 +10,9 @@ pub fn ra() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ra"))
 }
 
-fn run(args: &[&str]) -> Output {
+/// Runs `ra args`, starting it again if the Windows loader refused it (see
+/// `loader_failed`).
+pub fn run(args: &[&str]) -> Output {
     for _ in 0..3 {
         let out = ra().args(args).output().unwrap();
         if !loader_failed(&out.status) {

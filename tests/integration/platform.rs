@@ -1,7 +1,7 @@
 //! What differs by platform, tested where it runs: Windows (under Wine in CI) refuses
-//! to shrink or replace a mapped file, keeps the read-only attribute on a rewrite, and
-//! has its own rules for appending while readers map the file; every platform escapes
-//! what reaches a terminal.
+//! to shrink or replace a mapped file, keeps the read-only attribute on a rewrite, has
+//! its own rules for appending while readers map the file, and has no blosc for Zarr;
+//! every platform escapes what reaches a terminal.
 
 use crate::common::tmp;
 use crate::tool::{fails, s};
@@ -26,6 +26,26 @@ mod windows {
 
     use crate::common::tmp;
     use crate::tool::{fails, ok, s};
+
+    /// Zarr's blosc codec is not in Windows builds (c-blosc's pthreads clash with
+    /// MinGW's): asking for it is an error that names it, and leaves nothing; zstd,
+    /// the same array, works.
+    #[test]
+    fn windows_has_no_blosc_and_says_so() {
+        let d = tmp();
+        let p = d.path().join("a.ra");
+        rastore::write(&p, &Array1::<u32>::from_elem(64, 7)).unwrap();
+        let z = d.path().join("a.zarr");
+        let e = fails(&["convert", s(&p), s(&z), "--codec", "blosc"], 1);
+        assert!(e.contains("blosc"), "{e}");
+        assert!(!z.exists());
+        ok(&["convert", s(&p), s(&z), "--codec", "zstd"]);
+        ok(&["convert", s(&z), s(&d.path().join("b.ra"))]);
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            std::fs::read(d.path().join("b.ra")).unwrap()
+        );
+    }
 
     /// The refusal names the mapping (never a bare OS code), and once it is closed the
     /// same rewrite goes through.

@@ -4,11 +4,10 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::cli::ra;
 use crate::common::{python, python_has, tmp};
 
 pub fn run(args: &[&str]) -> Output {
-    ra().args(args).output().unwrap()
+    crate::cli::run(args)
 }
 
 pub fn ok(args: &[&str]) -> String {
