@@ -12,6 +12,7 @@
 //! | create a huge file and fill it in place, in parallel | [`MappedRaMut::create`], [`MappedRaMut::par_fill_slabs`], [`MappedRaMut::flush`] |
 //! | many processes filling disjoint slabs of one file | [`create_file`], [`MappedRaMut::open_slab`] |
 //! | read and write `.ra` objects in S3-protocol storage, fill one from many nodes (feature `s3`) | `remote::RemoteRa`, `remote::upload_file`, `remote::FillToken` |
+//! | read a whole file (or a range) at the disk's speed, in slabs, with bounded memory | [`scan::scan`], [`scan::ScanOptions`] |
 //! | what `ra info` says of a file | [`info::info`], [`info::FileInfo`] |
 //! | grow a file frame by frame, readable and intact at every moment | [`AppendOptions`], [`Appender::append`], [`Appender::commit`], [`recover`] |
 //! | parse or build a header without I/O | [`Header::parse`], [`Header::new`], [`Header::encode`] |
@@ -56,6 +57,7 @@ pub mod padding;
 #[cfg(feature = "s3")]
 pub mod remote;
 mod replace;
+pub mod scan;
 mod sys;
 pub mod values;
 mod view;

@@ -423,6 +423,11 @@ impl MappedNpy {
         &self.header
     }
 
+    /// The path it was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The data bytes as stored.
     pub fn data_bytes(&self) -> &[u8] {
         let start = self.header.data_offset as usize;

@@ -17,6 +17,9 @@
 //! | [`sync_dir`] after a rename | `fsync` of the folder | the same | nothing (NTFS journals it) |
 //! | [`try_lock`] for appending | `flock` (std's `File::try_lock`) | the same | `LockFileEx` of one byte at 2^62 |
 //! | [`advise`] a mapping | `madvise` | `madvise` | nothing |
+//! | [`advise_file`] a read | `posix_fadvise` | nothing | nothing |
+//! | [`open_direct`]: reads around the page cache | `O_DIRECT` | none (buffered) | none (buffered) |
+//! | [`physical_memory`] | `sysinfo` | unknown | unknown |
 //!
 //! Windows refuses to shrink, replace or delete a file that has a live mapping, in this
 //! process or another (`ERROR_USER_MAPPED_FILE`, 1224); every call here that can meet
@@ -40,3 +43,15 @@ pub enum Advice {
     /// This range will be needed soon: start reading it now.
     WillNeed,
 }
+
+/// How a range of a file will be read: a hint for scans ([`crate::scan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileAdvice {
+    /// Front to back: read ahead more.
+    Sequential,
+    /// Done with: its cached pages may go.
+    DontNeed,
+}
+
+/// The alignment of offsets, lengths and buffers for a file from [`open_direct`].
+pub(crate) const DIRECT_ALIGN: usize = 4096;

@@ -12,7 +12,7 @@ use memmap2::Mmap;
 use rustix::fs::FallocateFlags;
 use rustix::io::Errno;
 
-use super::Advice;
+use super::{Advice, FileAdvice};
 
 /// Reads up to `buf.len()` bytes at `offset`, without moving the file's cursor.
 pub(crate) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -192,4 +192,51 @@ pub(crate) fn advise(map: &Mmap, advice: Advice, range: Option<Range<usize>>) {
         Some(_) => Ok(()),
         None => map.advise(advice),
     };
+}
+
+/// Opens `path` for reading around the page cache, where the platform can: `O_DIRECT`
+/// on Linux (offsets, lengths and buffers aligned to [`DIRECT_ALIGN`]). `None` where it
+/// cannot (macOS, or a file system that refuses it, such as tmpfs).
+#[cfg(target_os = "linux")]
+pub(crate) fn open_direct(path: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::DIRECT.bits() as i32)
+        .open(path)
+        .ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn open_direct(_path: &Path) -> Option<File> {
+    None
+}
+
+/// Tells the kernel how `range` of `file` will be used (`posix_fadvise` on Linux;
+/// nothing elsewhere). A hint: errors are ignored.
+#[cfg(target_os = "linux")]
+pub(crate) fn advise_file(file: &File, advice: FileAdvice, range: Range<u64>) {
+    use rustix::fs::Advice as A;
+    let advice = match advice {
+        FileAdvice::Sequential => A::Sequential,
+        FileAdvice::DontNeed => A::DontNeed,
+    };
+    let len = std::num::NonZeroU64::new(range.end.saturating_sub(range.start));
+    let _ = rustix::fs::fadvise(file, range.start, len, advice);
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn advise_file(_file: &File, _advice: FileAdvice, _range: Range<u64>) {}
+
+/// The machine's physical memory in bytes, where the platform tells it cheaply
+/// (`sysinfo` on Linux).
+#[cfg(target_os = "linux")]
+pub(crate) fn physical_memory() -> Option<u64> {
+    let i = rustix::system::sysinfo();
+    Some(u64::from(i.totalram).saturating_mul(u64::from(i.mem_unit)))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn physical_memory() -> Option<u64> {
+    None
 }

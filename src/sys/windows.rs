@@ -28,7 +28,7 @@ use windows_sys::Win32::Storage::FileSystem::{
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
 
-use super::Advice;
+use super::{Advice, FileAdvice};
 
 /// Reads up to `buf.len()` bytes at `offset` (the file's cursor moves; rastore never
 /// reads a file through its cursor).
@@ -227,4 +227,17 @@ fn refused_replace(e: io::Error) -> io::Error {
 /// Windows takes no advice here: a no-op.
 pub(crate) fn advise(map: &Mmap, advice: Advice, range: Option<Range<usize>>) {
     let _ = (map, advice, range);
+}
+
+/// Reads around the cache (`FILE_FLAG_NO_BUFFERING`) are not used: buffered reads.
+pub(crate) fn open_direct(_path: &Path) -> Option<File> {
+    None
+}
+
+/// No file advice on Windows (its cache manager detects sequential reads itself).
+pub(crate) fn advise_file(_file: &File, _advice: FileAdvice, _range: Range<u64>) {}
+
+/// Not asked on Windows: scans there read through the cache.
+pub(crate) fn physical_memory() -> Option<u64> {
+    None
 }

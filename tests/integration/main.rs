@@ -12,6 +12,7 @@ mod npy;
 mod platform;
 mod roundtrip;
 mod s3;
+mod scan;
 mod s3_server;
 mod session;
 mod tool;

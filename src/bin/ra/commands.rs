@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
-use rastore::formats::convert::{decoded, ConvertOptions};
+use rastore::formats::convert::ConvertOptions;
 use rastore::values::Tolerance;
 use rastore::{DType, WriteOptions};
 
@@ -379,7 +379,7 @@ pub fn stats(a: &StatsArgs) -> Outcome {
                 if let Some(b) = &bar {
                     b.set_position(done);
                 }
-            });
+            })?;
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
@@ -449,17 +449,18 @@ pub fn verify(a: &FilesArg) -> Outcome {
                 raw.header.dims().to_vec(),
                 raw.data.len(),
             )
-        } else if is_npy(p) {
-            // Header parsed, type known, data all there.
-            let i = Input::open(p)?;
-            (i.dtype, i.dims.clone(), i.bytes().len())
         } else {
-            let raw = decoded(p)?;
-            (
-                raw.header.dtype(),
-                raw.header.dims().to_vec(),
-                raw.data.len(),
-            )
+            // Header parsed, type known, data all there (compressed data decoded, and
+            // Bools checked, by the open); plain data read through in slabs: every byte
+            // readable, Bools 0 or 1.
+            let i = Input::open(p)?;
+            let bools = i.dtype == DType::BOOL;
+            let w = i.dtype.elbyte.max(1);
+            i.scan(|offset, slab| match bools {
+                true => rastore::codec::check_bools(slab, offset / w).map_err(|e| e.at(p)),
+                false => Ok(()),
+            })?;
+            (i.dtype, i.dims.clone(), i.bytes().len())
         };
         writeln!(
             out,

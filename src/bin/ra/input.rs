@@ -158,6 +158,25 @@ impl Input {
         }
     }
 
+    /// All element bytes in the file's element order, in slabs, `f(offset, slab)` for
+    /// each in order: a mapped file is read by [`rastore::scan`] (large reads ahead of
+    /// `f`, bounded memory, the page cache spared for files larger than memory), held
+    /// bytes are one slab. Slabs never cut an element in two.
+    pub fn scan(
+        &self,
+        mut f: impl FnMut(u64, &[u8]) -> rastore::Result<()>,
+    ) -> rastore::Result<()> {
+        let (path, offset) = match &self.bytes {
+            Bytes::Ra(m) => (m.path(), m.header().data_offset()),
+            Bytes::Npy(m) => (m.path(), m.header().data_offset),
+            Bytes::Owned(v) => return f(0, v),
+        };
+        let len = self.bytes().len() as u64;
+        let unit = self.dtype.elbyte.max(1) as usize;
+        let options = rastore::scan::ScanOptions::default();
+        rastore::scan::scan(path, offset..offset + len, unit, &options, f)
+    }
+
     /// The metadata trailer of a `.ra` file (`None` for a `.npy`, which has none, and
     /// for an object's slab).
     pub fn trailer(&self) -> Option<&[u8]> {

@@ -11,9 +11,6 @@ use rayon::prelude::*;
 use crate::input::Input;
 use crate::slice::{self, Sel};
 
-/// Bytes handed to the thread pool at once; the progress bar moves per piece.
-const PIECE: usize = 64 << 20;
-
 /// Bytes one task folds.
 const TASK: usize = 1 << 20;
 
@@ -213,24 +210,26 @@ fn of_chunk(dtype: DType, b: &[u8]) -> Option<Stats> {
     })
 }
 
-/// The statistics of the whole array, the pieces folded on the thread pool; `done`
-/// hears the bytes finished after each piece.
-pub fn whole(input: &Input, done: &mut dyn FnMut(u64)) -> Option<Stats> {
+/// The statistics of the whole array, read in slabs ([`Input::scan`]) and each slab
+/// folded on the thread pool while the next is read; `done` hears the bytes finished
+/// after each slab.
+pub fn whole(input: &Input, done: &mut dyn FnMut(u64)) -> rastore::Result<Option<Stats>> {
     let w = input.dtype.elbyte as usize;
-    let bytes = input.bytes();
-    of_chunk(input.dtype, &[])?;
-    let piece = PIECE / w * w;
+    if of_chunk(input.dtype, &[]).is_none() {
+        return Ok(None);
+    }
     let task = (TASK / w * w).max(w);
     let mut total = Stats::new();
-    for (i, p) in bytes.chunks(piece.max(w)).enumerate() {
-        let s = p
+    input.scan(|offset, slab| {
+        let s = slab
             .par_chunks(task)
             .map(|c| of_chunk(input.dtype, c).unwrap_or_else(Stats::new))
             .reduce(Stats::new, Stats::merge);
         total = Stats::merge(total, s);
-        done((i * piece + p.len()) as u64);
-    }
-    Some(total)
+        done(offset + slab.len() as u64);
+        Ok(())
+    })?;
+    Ok(Some(total))
 }
 
 /// The statistics of the elements `sels` selects, in one walk.

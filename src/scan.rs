@@ -1,0 +1,224 @@
+//! Streaming a range of a file in slabs: the one way whole-file passes read.
+//!
+//! A mapping reads a cold file through page faults that bring in a little at a time,
+//! and once the page cache is full every new page costs an eviction. A scan instead
+//! reads large slabs with positioned reads, on reader threads that run ahead of the
+//! caller while it works on the slab before; the caller sees each slab in order, in a
+//! buffer that is reused, so memory is `(readers + 2) × slab_bytes` whatever the size.
+//!
+//! How the bytes are read ([`ScanMethod`]):
+//! - **buffered**: through the page cache, told the reads are sequential
+//!   (`posix_fadvise`); a range larger than half the machine's memory is also dropped
+//!   from the cache behind the scan, so that it never fills the cache and evicts the
+//!   rest of the machine's files for pages that will not be read again;
+//! - **direct**: around the page cache (`O_DIRECT`), aligned, for ranges larger than
+//!   half the machine's memory, where the platform can.
+//!
+//! [`ScanMethod::Auto`] chooses by size; the `bigdata` benchmark measures the choices.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use crate::error::{io_at, Error, Result};
+use crate::sys::{self, FileAdvice, DIRECT_ALIGN};
+
+/// How a scan reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanMethod {
+    /// Direct for a range larger than half the machine's memory where the platform
+    /// can, else buffered.
+    Auto,
+    /// Through the page cache.
+    Buffered,
+    /// Around the page cache (`O_DIRECT`); buffered where the platform or file system
+    /// has no such reads.
+    Direct,
+}
+
+/// How to scan: the method, the slab size and the reads in flight.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// How the bytes are read.
+    pub method: ScanMethod,
+    /// Bytes per read (rounded to a multiple of the unit and of 4 KiB).
+    pub slab_bytes: usize,
+    /// Reader threads, each with one read in flight.
+    pub readers: usize,
+}
+
+impl Default for ScanOptions {
+    /// Auto, 8 MiB slabs, 2 readers (the `bigdata` benchmark's choice).
+    fn default() -> Self {
+        ScanOptions {
+            method: ScanMethod::Auto,
+            slab_bytes: 8 << 20,
+            readers: 2,
+        }
+    }
+}
+
+/// Whether `len` bytes are better kept out of the page cache: more than half the
+/// machine's memory (unknown memory: never).
+fn larger_than_cache(len: u64) -> bool {
+    sys::physical_memory().is_some_and(|m| len > m / 2)
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Reads bytes `range` of the file `path` in slabs and calls `f(offset, bytes)` for
+/// each, in order, `offset` counted from `range.start`. Every slab but the
+/// last is a whole number of `unit`s (an element's size), so `f` never sees an
+/// element cut in two. The first error, from a read or from `f`, ends the scan.
+pub fn scan(
+    path: &Path,
+    range: Range<u64>,
+    unit: usize,
+    options: &ScanOptions,
+    mut f: impl FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let len = range.end.saturating_sub(range.start);
+    if len == 0 {
+        return Ok(());
+    }
+    let file = &File::open(path).map_err(io_at("open", path))?;
+    let unit = unit.max(1);
+    let step = unit / gcd(unit, DIRECT_ALIGN) * DIRECT_ALIGN;
+    let slab = (options.slab_bytes / step).max(1) * step;
+    let big = larger_than_cache(len);
+    let direct = match options.method {
+        ScanMethod::Buffered => None,
+        ScanMethod::Direct => sys::open_direct(path),
+        ScanMethod::Auto => big.then(|| sys::open_direct(path)).flatten(),
+    };
+    if direct.is_none() {
+        sys::advise_file(file, FileAdvice::Sequential, range.clone());
+    }
+    let reader = direct.as_ref().unwrap_or(file);
+    let slabs = len.div_ceil(slab as u64) as usize;
+    let readers = options.readers.clamp(1, slabs);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
+    let free_rx = std::sync::Mutex::new(free_rx);
+    // A slab's buffer, with room to align it and its ends for direct reads.
+    let room = slab + 2 * DIRECT_ALIGN;
+    for _ in 0..readers + 2 {
+        let _ = free_tx.send(vec![0u8; room]);
+    }
+    let (full_tx, full_rx) = mpsc::channel::<(usize, Vec<u8>, Result<Range<usize>>)>();
+    std::thread::scope(|s| {
+        for _ in 0..readers {
+            let (full_tx, free_rx, next, stop) = (full_tx.clone(), &free_rx, &next, &stop);
+            let range = range.clone();
+            let aligned = direct.is_some();
+            s.spawn(move || loop {
+                // A buffer first, then a slab: every slab claimed has its buffer, so
+                // the one the caller waits for is never stuck behind later ones.
+                let buf = match free_rx.lock() {
+                    Ok(rx) => rx.recv(),
+                    Err(_) => return,
+                };
+                let Ok(mut buf) = buf else {
+                    return;
+                };
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= slabs || stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let start = range.start + (i * slab) as u64;
+                let end = (start + slab as u64).min(range.end);
+                let got = read_slab(reader, path, start..end, &mut buf, aligned);
+                if full_tx.send((i, buf, got)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(full_tx);
+        let mut pending = BTreeMap::new();
+        let mut want = 0usize;
+        let result = (|| {
+            while want < slabs {
+                let (buf, got) = match pending.remove(&want) {
+                    Some(ready) => ready,
+                    None => {
+                        let Ok((i, buf, got)) = full_rx.recv() else {
+                            return Err(Error::io(
+                                "read",
+                                std::io::Error::other("a scan's reader ended early"),
+                            )
+                            .at(path));
+                        };
+                        if i != want {
+                            pending.insert(i, (buf, got));
+                            continue;
+                        }
+                        (buf, got)
+                    }
+                };
+                let at = got?;
+                let offset = (want * slab) as u64;
+                f(offset, &buf[at])?;
+                if big && direct.is_none() {
+                    let start = range.start + offset;
+                    sys::advise_file(file, FileAdvice::DontNeed, start..start + slab as u64);
+                }
+                let _ = free_tx.send(buf);
+                want += 1;
+            }
+            Ok(())
+        })();
+        stop.store(true, Ordering::Relaxed);
+        drop(free_tx);
+        result
+    })
+}
+
+/// Reads bytes `range` of `file` into `buf`, and gives where in `buf` they are.
+/// Aligned (direct) reads cover the range with whole 4 KiB blocks from a 4 KiB
+/// boundary in the buffer; a short read at the end of the file is an error.
+fn read_slab(
+    file: &File,
+    path: &Path,
+    range: Range<u64>,
+    buf: &mut [u8],
+    aligned: bool,
+) -> Result<Range<usize>> {
+    let n = (range.end - range.start) as usize;
+    if !aligned {
+        sys::read_exact_at(file, &mut buf[..n], range.start).map_err(io_at("read", path))?;
+        return Ok(0..n);
+    }
+    let a = DIRECT_ALIGN as u64;
+    let from = range.start / a * a;
+    let to = range.end.div_ceil(a) * a;
+    let lead = (range.start - from) as usize;
+    let base = buf.as_ptr().align_offset(DIRECT_ALIGN);
+    let window = &mut buf[base..base + (to - from) as usize];
+    let mut done = 0;
+    while done < window.len() {
+        let got = sys::read_at(file, &mut window[done..], from + done as u64)
+            .map_err(io_at("read", path))?;
+        if got == 0 {
+            break;
+        }
+        done += got;
+    }
+    if done < lead + n {
+        return Err(Error::io(
+            "read",
+            std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+        )
+        .at(path));
+    }
+    Ok(base + lead..base + lead + n)
+}
