@@ -17,6 +17,7 @@ pub struct CreateOptions {
     metadata: Vec<u8>,
     overwrite: bool,
     split_links: bool,
+    durable: bool,
 }
 
 impl CreateOptions {
@@ -44,12 +45,28 @@ impl CreateOptions {
         self
     }
 
+    /// Sync the file, and its folder, when it is named (for [`place`](Self::place)).
+    pub fn durable(mut self, yes: bool) -> Self {
+        self.durable = yes;
+        self
+    }
+
     pub(crate) fn placement(&self) -> Placement {
         Placement {
             overwrite: self.overwrite,
-            durable: false,
+            durable: self.durable,
             split_links: self.split_links,
         }
+    }
+
+    /// Names `complete` `path`, as every writer names its output: `complete` is a file
+    /// [`create_file`](Self::create_file) made under a hidden name beside `path`, which
+    /// processes filled in place (a Dask write, say). An existing `path` is refused
+    /// unless overwriting (and one with other hard links unless splitting them); its
+    /// mode and owner carry over; with [`durable`](Self::durable), file and folder are
+    /// synced. On any error `complete` is removed.
+    pub fn place(&self, complete: impl AsRef<Path>, path: impl AsRef<Path>) -> Result<()> {
+        crate::replace::NewFile::adopt(complete.as_ref(), path.as_ref(), self.placement())?.place()
     }
 
     /// Creates `path` holding a zeroed array of `dtype` and `dims`, with the whole size

@@ -93,21 +93,7 @@ impl NewFile {
 
     /// [`beside`](Self::beside), unnamed only if `unnamed` and the file system can.
     fn beside_as(path: &Path, how: Placement, unnamed: bool) -> Result<NewFile> {
-        let (target, old) = resolve_links(path)?;
-        if let Some(m) = &old {
-            if !how.overwrite {
-                return Err(exists(path));
-            }
-            if m.is_dir() {
-                return Err(
-                    Error::from(ErrorKind::InvalidArgument("is a directory".into())).at(path),
-                );
-            }
-            let links = sys::link_count(m, &target).map_err(io_at("stat", path))?;
-            if links > 1 && !how.split_links {
-                return Err(Error::from(ErrorKind::HardLinks { links }).at(path));
-            }
-        }
+        let (target, old) = replaceable(path, how)?;
         let dir = parent_dir(&target);
         let (file, named) = match sys::open_unnamed(dir).filter(|_| unnamed) {
             Some(f) => (f, None),
@@ -120,6 +106,37 @@ impl NewFile {
                     .open(&tmp)
                     .map_err(|e| not_created(e, dir).at(path))?;
                 (f, Some(tmp))
+            }
+        };
+        Ok(NewFile {
+            file,
+            shown: path.to_path_buf(),
+            target,
+            old,
+            named,
+            how,
+        })
+    }
+
+    /// Takes `complete`, a finished file under another name in `path`'s folder (one
+    /// that many processes filled in place), as the new file that is to become `path`,
+    /// after the same checks as [`beside`](Self::beside). Dropped unplaced, it is
+    /// removed.
+    pub(crate) fn adopt(complete: &Path, path: &Path, how: Placement) -> Result<NewFile> {
+        let named = Some(complete.to_path_buf());
+        let (target, old) = match replaceable(path, how) {
+            Ok(checked) => checked,
+            Err(e) => {
+                let _ = fs::remove_file(complete);
+                return Err(e);
+            }
+        };
+        let file = OpenOptions::new().read(true).write(true).open(complete);
+        let file = match file {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = fs::remove_file(complete);
+                return Err(Error::io("open", e).at(complete));
             }
         };
         Ok(NewFile {
@@ -184,6 +201,26 @@ impl Drop for NewFile {
             let _ = fs::remove_file(tmp);
         }
     }
+}
+
+/// Where a new file for `path` goes (symbolic links followed) and what is there now,
+/// after checking that `how` allows replacing it: not a folder, and no other hard
+/// links unless they are to be split.
+fn replaceable(path: &Path, how: Placement) -> Result<(PathBuf, Option<fs::Metadata>)> {
+    let (target, old) = resolve_links(path)?;
+    if let Some(m) = &old {
+        if !how.overwrite {
+            return Err(exists(path));
+        }
+        if m.is_dir() {
+            return Err(Error::from(ErrorKind::InvalidArgument("is a directory".into())).at(path));
+        }
+        let links = sys::link_count(m, &target).map_err(io_at("stat", path))?;
+        if links > 1 && !how.split_links {
+            return Err(Error::from(ErrorKind::HardLinks { links }).at(path));
+        }
+    }
+    Ok((target, old))
 }
 
 /// Refuses an existing `path` unless `how` overwrites: a check before any work, for

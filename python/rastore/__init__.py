@@ -57,16 +57,13 @@ def _is_remote(location):
 def _settings(storage_options):
     """``storage_options`` as object_store settings: its AWS names (``aws_endpoint``,
     ``aws_region``, ``allow_http``, ...) or the s3fs ones (``endpoint_url``, ``key``,
-    ``secret``, ``region_name``), overriding the AWS environment."""
+    ``secret``, ``region_name``), overriding the AWS environment (an ``http://``
+    endpoint allows plain HTTP)."""
     out = []
     for k, v in (storage_options or {}).items():
         if isinstance(v, bool):
             v = "true" if v else "false"
         out.append((_SETTING_ALIASES.get(k, k), str(v)))
-    if any(k == "aws_endpoint" and v.startswith("http://") for k, v in out) and not any(
-        k == "allow_http" for k, _ in out
-    ):
-        out.append(("allow_http", "true"))
     return out
 
 

@@ -15,6 +15,7 @@ class _Local:
     """A file, mapped on first use in each process."""
 
     def __init__(self, path):
+        self.path = path
         self.mapped = None
         self.decoded = None
         try:
@@ -22,7 +23,7 @@ class _Local:
         except Error:
             # Compressed, big-endian or BitArray data has no view in place: it is
             # decoded whole, once, on the first index.
-            self.path = path
+            pass
 
     def array(self):
         if self.mapped is not None:
@@ -32,24 +33,22 @@ class _Local:
         return self.decoded
 
     def describe(self):
-        """(shape, dtype, trailer)."""
-        a = self.array() if self.mapped is not None else None
-        if a is None:
-            h = info(self.path)
-            eltype, elbyte = h["eltype"], h["elbyte"]
-            trailer = self.metadata()
-            bits = h["flags"]["bits"]
-            dtype = np.dtype("?") if bits else _numpy_dtype(eltype, elbyte, trailer)
-            return tuple(h["dims"]), dtype, trailer
-        return a.shape, a.dtype, self.metadata()
+        """(shape, dtype)."""
+        if self.mapped is not None:
+            a = self.mapped.array
+            return a.shape, a.dtype
+        h = info(self.path)
+        bits = h["flags"]["bits"]
+        dtype = np.dtype("?") if bits else _numpy_dtype(h["eltype"], h["elbyte"], self.metadata())
+        return tuple(h["dims"]), dtype
 
     def metadata(self):
         if self.mapped is not None:
             return bytes(self.mapped.metadata)
         return bytes(_rastore.trailer_of(self.path))
 
-    def token(self, path):
-        st = os.stat(path)
+    def token(self):
+        st = os.stat(self.path)
         return (st.st_size, st.st_mtime_ns)
 
     def __getitem__(self, key):
@@ -63,42 +62,42 @@ class _Remote:
         self.core = _rastore.RemoteFileCore(url, _settings(storage_options))
         self.url = url
         self.storage_options = storage_options
+        eltype, elbyte, bits = self.core._type()
+        # The trailer (a second GET) only where the type needs it.
+        trailer = self.metadata() if eltype == 0 and not bits else b""
+        self.shape = tuple(self.core.dims)
+        self.dtype = np.dtype("?") if bits else _numpy_dtype(eltype, elbyte, trailer)
 
     def describe(self):
-        eltype, elbyte, bits = self.core._type()
-        trailer = bytes(self.core.metadata)
-        dtype = np.dtype("?") if bits else _numpy_dtype(eltype, elbyte, trailer if eltype == 0 else b"")
-        return tuple(self.core.dims), dtype, trailer
+        return self.shape, self.dtype
 
     def metadata(self):
         return bytes(self.core.metadata)
 
-    def token(self, url):
+    def token(self):
         return (self.core.length, self.core.etag)
 
     def __getitem__(self, key):
-        shape, dtype, _ = self.describe()
-        if len(shape) == 0:
-            return read(self.url, storage_options=self.storage_options)[key]
-        # Fetch the frames (last-axis range) the selection touches, then select in them.
-        *inner, last = key
-        n = shape[-1]
-        if isinstance(last, slice):
-            start, stop, step = last.indices(n)
-            picked = range(start, stop, step)
-            if len(picked) == 0:
-                return np.empty(shape[:-1] + (0,), dtype, order="F")[tuple(inner) + (slice(0, 0),)]
-            if step > 0:
-                lo, hi = picked[0], picked[-1] + 1
-                local_last = slice(0, hi - lo, step)
+        # Per axis, ascending (start, step, count); a descending slice is fetched
+        # ascending and flipped, an int is a count of one dropped at the end.
+        sel, flip, drop = [], [], []
+        for axis, (k, n) in enumerate(zip(key, self.shape)):
+            if isinstance(k, slice):
+                picked = range(*k.indices(n))
+                if picked.step < 0:
+                    picked = picked[::-1]
+                    flip.append(axis)
+                sel.append((picked.start if picked else 0, picked.step, len(picked)))
             else:
-                lo, hi = picked[-1], picked[0] + 1
-                local_last = slice(hi - 1 - lo, None, step)
-        else:
-            lo, hi, local_last = last, last + 1, 0
-        frames = np.empty(shape[:-1] + (hi - lo,), dtype, order="F")
-        self.core.read_frames(lo, hi, frames.T.reshape(-1).view(np.uint8))
-        return frames[tuple(inner) + (local_last,)]
+                sel.append((k, 1, 1))
+                drop.append(axis)
+        counts = tuple(c for _, _, c in sel)
+        out = np.empty(counts, self.dtype, order="F")
+        self.core.read_selection(sel, out.T.reshape(-1).view(np.uint8))
+        if flip:
+            out = out[tuple(slice(None, None, -1) if a in flip else slice(None)
+                            for a in range(len(counts)))]
+        return out[tuple(0 if a in drop else slice(None) for a in range(len(counts)))]
 
 
 def _basic_key(key, shape):
@@ -138,11 +137,11 @@ class Array:
     ``.npy``) file or an ``s3://`` object, read only when indexed.
 
     ``x[...]`` takes NumPy's basic indexing and returns an ndarray: from a local file,
-    a read-only view over its mapping; from an object, a new array filled from the
-    frames (ranges of the last axis) the selection touches, fetched with concurrent
-    ranged GETs. ``np.asarray(x)`` reads it all. It pickles as its location (and
-    what the header said), and the process that unpickles it opens the file or object
-    again on its first index. ``__dask_tokenize__`` names the location, size and mtime
+    a read-only view over its mapping; from an object, a new array filled with only
+    the byte runs that hold the selection (merged across gaps under 1 MiB), fetched
+    with concurrent ranged GETs. ``np.asarray(x)`` reads it all. It pickles as its
+    location (and what the header said), and the process that unpickles it opens the
+    file or object again on its first index. ``__dask_tokenize__`` names the location, size and mtime
     (ETag for an object); there is no ``.copy``, so ``da.from_array`` never copies it.
     """
 
@@ -153,8 +152,8 @@ class Array:
         self._storage_options = dict(storage_options or {})
         self._source = None
         source = self._open()
-        self._shape, self._dtype, _ = source.describe()
-        self._token = source.token(self._location)
+        self._shape, self._dtype = source.describe()
+        self._token = source.token()
 
     def _open(self):
         if self._source is None:

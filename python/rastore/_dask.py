@@ -20,7 +20,7 @@ import numpy as np
 from dask.delayed import Delayed
 from dask.utils import parse_bytes
 
-from . import (Error, MappedFile, _fortran_bytes, _is_remote, _native, _raw_type, _rastore,
+from . import (MappedFile, _fortran_bytes, _is_remote, _native, _raw_type, _rastore,
                _settings)
 from ._array import Array
 
@@ -119,21 +119,12 @@ def _remove(path):
 
 
 def _name(_stored, tmp, path, durable, split_links):
-    """Names the complete hidden file ``path``, replacing an existing one as
-    ``rastore.write`` does (one with other hard links only with ``split_links``)."""
-    if not split_links and os.path.exists(path) and os.stat(path).st_nlink > 1:
-        raise Error(
-            f"{path}: has {os.stat(path).st_nlink} hard links; replacing it would leave the "
-            "other names with the old contents; pass split_links=True to replace this name only"
-        )
-    if durable:
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Names the complete hidden file ``path`` as ``rastore.write`` names its files."""
+    _rastore.place_file(tmp, path, durable, split_links)
 
 
 def write(path, x, *, metadata=None, durable=False, split_links=False, storage_options=None,
-          compute=True, trailer=None):
+          compute=True):
     """``rastore.write`` of the Dask array ``x``."""
     dtype = np.dtype(x.dtype)
     if dtype.fields is None and not dtype.isnative:
@@ -143,8 +134,7 @@ def write(path, x, *, metadata=None, durable=False, split_links=False, storage_o
     dims = [int(d) for d in x.shape]
     if isinstance(metadata, str):
         metadata = metadata.encode()
-    if trailer is None:
-        trailer = metadata
+    trailer = metadata
     if trailer is None:
         trailer = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
     if _is_remote(path):

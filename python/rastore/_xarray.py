@@ -83,7 +83,7 @@ def write(path, da, *, durable=False, split_links=False, storage_options=None, c
         from . import _dask
 
         return _dask.write(path, data, durable=durable, split_links=split_links,
-                           storage_options=storage_options, compute=compute, trailer=meta)
+                           storage_options=storage_options, compute=compute, metadata=meta)
     return write_array(path, np.asarray(data), metadata=meta, durable=durable,
                        split_links=split_links, storage_options=storage_options)
 

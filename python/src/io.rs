@@ -16,6 +16,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
     m.add_function(wrap_pyfunction!(create_file, m)?)?;
+    m.add_function(wrap_pyfunction!(place_file, m)?)?;
     m.add_function(wrap_pyfunction!(info_json, m)?)?;
     m.add_function(wrap_pyfunction!(trailer_of, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
@@ -110,6 +111,26 @@ fn create_file(
     .map_err(to_py)
 }
 
+/// Names `complete` (a file `create_file` made under a hidden name, filled in place)
+/// `path`, replacing what is there as every writer does; `complete` is removed on error.
+#[pyfunction]
+fn place_file(
+    py: Python<'_>,
+    complete: PathBuf,
+    path: PathBuf,
+    durable: bool,
+    split_links: bool,
+) -> PyResult<()> {
+    py.detach(|| {
+        CreateOptions::new()
+            .overwrite(true)
+            .split_links(split_links)
+            .durable(durable)
+            .place(&complete, &path)
+    })
+    .map_err(to_py)
+}
+
 /// The trailer of a `.ra` file (the data is not read).
 #[pyfunction]
 fn trailer_of(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyBytes>> {
@@ -167,10 +188,7 @@ fn convert(
     {
         let remote = |p: &PathBuf| p.to_str().is_some_and(rastore::remote::is_remote);
         if remote(&input) || remote(&output) {
-            let remote = rastore::remote::RemoteOptions {
-                settings,
-                ..Default::default()
-            };
+            let remote = rastore::remote::RemoteOptions::with_settings(settings);
             return py
                 .detach(|| rastore::remote::convert(&input, &output, &options, &remote))
                 .map_err(to_py);

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rastore::remote::{FillToken, RemoteOptions, RemoteRa};
+use rastore::remote::{FillToken, RemoteOptions, RemoteRa, Stride};
 use rastore::{DType, Encoding, Header};
 
 use crate::errors::{error, to_py};
@@ -28,10 +28,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 fn options(settings: Vec<(String, String)>) -> RemoteOptions {
-    RemoteOptions {
-        settings,
-        ..RemoteOptions::default()
-    }
+    RemoteOptions::with_settings(settings)
 }
 
 /// An opened `.ra` object: its header (checked as a local file's is), read by ranges
@@ -90,31 +87,24 @@ impl RemoteFileCore {
         Ok(PyBytes::new(py, self.trailer.get_or_init(|| t)))
     }
 
-    /// Reads frames `start..stop` of the last axis, decoded to native order, into
-    /// `buf` (their bytes, column-major): exactly those bytes are fetched from a plain
-    /// object; a compressed or packed one is fetched whole and decoded.
-    fn read_frames(
+    /// Reads the elements `sel` picks (`(start, step, count)` per axis, the first
+    /// fastest, steps of at least 1), decoded to native order, into `buf` (their
+    /// bytes, column-major): from a plain object, only the byte runs holding them.
+    fn read_selection(
         &self,
         py: Python<'_>,
-        start: u64,
-        stop: u64,
+        sel: Vec<(u64, u64, u64)>,
         mut buf: PyReadwriteArray1<'_, u8>,
     ) -> PyResult<()> {
+        let sel: Vec<Stride> = sel
+            .into_iter()
+            .map(|(start, step, count)| Stride { start, step, count })
+            .collect();
         let out = buf
             .as_slice_mut()
             .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
-        py.detach(|| {
-            let (_, data) = self.ra.read_slab_bytes(start..stop).map_err(to_py)?;
-            if data.len() != out.len() {
-                return Err(error(format!(
-                    "frames {start}..{stop} are {} bytes, the buffer {}",
-                    data.len(),
-                    out.len()
-                )));
-            }
-            out.copy_from_slice(&data);
-            Ok(())
-        })
+        py.detach(|| self.ra.read_selection_into(&sel, out))
+            .map_err(to_py)
     }
 
     fn __repr__(&self) -> String {
@@ -124,6 +114,7 @@ impl RemoteFileCore {
 
 /// The whole object, decoded, into memory NumPy allocates: `allocate(eltype, elbyte,
 /// dims, trailer)` returns `(array, its bytes as a flat uint8 view)`, as for `read`.
+/// Plain data is fetched by concurrent ranged GETs straight into the array.
 #[pyfunction]
 fn remote_read<'py>(
     py: Python<'py>,
@@ -131,26 +122,42 @@ fn remote_read<'py>(
     settings: Vec<(String, String)>,
     allocate: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let raw = py
-        .detach(|| RemoteRa::open_with(&url, options(settings))?.decoded())
+    let ra = py
+        .detach(|| RemoteRa::open_with(&url, options(settings)))
         .map_err(to_py)?;
-    let (dtype, dims) = (raw.header.dtype(), raw.header.dims().to_vec());
-    let trailer = PyBytes::new(py, &raw.metadata);
+    let h = ra.header().clone();
+    let plain = h.encoding() == Encoding::Raw && !h.dims().is_empty();
+    let (raw, trailer) = if plain {
+        (None, py.detach(|| ra.metadata()).map_err(to_py)?)
+    } else {
+        let raw = py.detach(|| ra.decoded()).map_err(to_py)?;
+        let trailer = raw.metadata.clone();
+        (Some(raw), trailer)
+    };
+    let header = raw.as_ref().map_or(&h, |r| &r.header);
+    let (dtype, dims) = (header.dtype(), header.dims().to_vec());
     let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) = allocate
-        .call1((dtype.eltype, dtype.elbyte, dims, trailer))?
+        .call1((dtype.eltype, dtype.elbyte, dims, PyBytes::new(py, &trailer)))?
         .extract()?;
     let mut bytes = bytes.readwrite();
     let buf = bytes
         .as_slice_mut()
         .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
-    if buf.len() != raw.data.len() {
-        return Err(error(format!(
-            "{url}: {} data bytes for a buffer of {}",
-            raw.data.len(),
-            buf.len()
-        )));
+    match raw {
+        None => {
+            let frames = h.dims().last().copied().unwrap_or(0);
+            py.detach(|| ra.read_slab_into(0..frames, buf))
+                .map_err(to_py)?;
+        }
+        Some(raw) if raw.data.len() == buf.len() => buf.copy_from_slice(&raw.data),
+        Some(raw) => {
+            return Err(error(format!(
+                "{url}: {} data bytes for a buffer of {}",
+                raw.data.len(),
+                buf.len()
+            )))
+        }
     }
-    buf.copy_from_slice(&raw.data);
     Ok(array)
 }
 

@@ -143,14 +143,28 @@ def test_a_failing_block_leaves_no_file(tmp_path, client):
     assert os.listdir(tmp_path) == []
 
 
+def test_a_dask_write_names_its_file_as_every_writer(tmp_path, client):
+    x = da.arange(24, chunks=5, dtype="i4")
+    rastore.write(tmp_path / "a.ra", np.zeros(3, "i4"))
+    os.chmod(tmp_path / "a.ra", 0o640)
+    os.link(tmp_path / "a.ra", tmp_path / "b.ra")
+    with pytest.raises(rastore.Error, match="split_links=True"):
+        rastore.write(tmp_path / "a.ra", x)
+    assert sorted(os.listdir(tmp_path)) == ["a.ra", "b.ra"]
+    rastore.write(tmp_path / "a.ra", x, split_links=True, durable=True)
+    np.testing.assert_array_equal(rastore.read(tmp_path / "a.ra"), np.arange(24))
+    assert os.stat(tmp_path / "a.ra").st_mode & 0o777 == 0o640
+    assert rastore.read(tmp_path / "b.ra").tolist() == [0, 0, 0]
+
+
 def _slow(block):
     time.sleep(0.1)
     return block + 1
 
 
-def _kill_one_worker(client, started):
-    """Kills a worker process (its nanny starts another) once some tasks ran."""
-    started.wait(30)
+def _kill_one_worker(client):
+    """Kills a worker process (its nanny starts another) once the write is under way:
+    40 blocks of 0.1 s on 2 workers take 2 s."""
     time.sleep(0.6)
     pids = list(client.run(os.getpid).values())
     os.kill(pids[0], 9)
@@ -159,10 +173,8 @@ def _kill_one_worker(client, started):
 def test_a_killed_worker_is_retried_and_the_file_is_right(tmp_path, client):
     a = np.arange(32 * 32 * 40, dtype="i8").reshape(32, 32, 40)
     x = da.from_array(a, chunks=(32, 32, 1)).map_blocks(_slow, dtype="i8")
-    started = threading.Event()
-    killer = threading.Thread(target=_kill_one_worker, args=(client, started))
+    killer = threading.Thread(target=_kill_one_worker, args=(client,))
     killer.start()
-    started.set()
     rastore.write(tmp_path / "k.ra", x)
     killer.join()
     np.testing.assert_array_equal(rastore.read(tmp_path / "k.ra"), a + 1)
@@ -195,7 +207,25 @@ def test_read_write_info_convert_on_s3(tmp_path, s3):
         rastore.read(s3.url("junk.ra"), storage_options=o)
 
 
-def test_array_on_s3_fetches_frames_and_pickles_small(s3):
+def test_convert_to_and_from_zarr_on_s3_by_storage_options_alone(tmp_path, s3, monkeypatch):
+    zarr = pytest.importorskip("zarr") if not os.environ.get("CI") else __import__("zarr")
+    for name in ["AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                 "AWS_REGION", "AWS_ALLOW_HTTP"]:
+        monkeypatch.delenv(name, raising=False)
+    a = np.arange(6 * 7 * 9, dtype="<f4").reshape(6, 7, 9)
+    rastore.write(tmp_path / "a.ra", a)
+    rastore.convert(tmp_path / "a.ra", s3.url("z.zarr"), storage_options=s3.options)
+    # s3s-fs keeps objects as files: the store is a folder zarr-python reads too.
+    np.testing.assert_array_equal(zarr.open_array(str(s3.object("z.zarr")), mode="r")[...], a)
+    rastore.convert(s3.url("z.zarr"), tmp_path / "b.ra", storage_options=s3.options)
+    np.testing.assert_array_equal(rastore.read(tmp_path / "b.ra"), a)
+    with pytest.raises((rastore.Error, OSError)):
+        rastore.convert(s3.url("z.zarr"), tmp_path / "c.ra",
+                        storage_options={**s3.options, "secret": "wrong"})
+    assert not (tmp_path / "c.ra").exists()
+
+
+def test_array_on_s3_fetches_selections_and_pickles_small(s3):
     o = s3.options
     a = np.arange(6 * 5 * 40, dtype="<f8").reshape(6, 5, 40)
     rastore.write(s3.url("x.ra"), a, storage_options=o)

@@ -93,6 +93,8 @@ pub struct ConvertOptions {
     split_links: bool,
     #[cfg(feature = "zarr")]
     zarr: crate::formats::zarr::ZarrOptions,
+    #[cfg(feature = "zarr")]
+    store_settings: Vec<(String, String)>,
 }
 
 impl ConvertOptions {
@@ -137,6 +139,15 @@ impl ConvertOptions {
         self
     }
 
+    /// object_store settings (`aws_endpoint`, ...) for a Zarr array at `s3://`, over
+    /// the AWS environment's (`.ra` objects take theirs from
+    /// [`RemoteOptions`](crate::remote::RemoteOptions)).
+    #[cfg(feature = "zarr")]
+    pub fn store_settings(mut self, settings: Vec<(String, String)>) -> Self {
+        self.store_settings = settings;
+        self
+    }
+
     /// Whether the output is to be compressed.
     pub fn compresses(&self) -> bool {
         self.compress
@@ -153,6 +164,12 @@ impl ConvertOptions {
             durable: false,
             split_links: self.split_links,
         }
+    }
+
+    fn create_options(&self) -> CreateOptions {
+        CreateOptions::new()
+            .overwrite(self.overwrite)
+            .split_links(self.split_links)
     }
 
     fn write_options(&self) -> WriteOptions {
@@ -223,21 +240,19 @@ fn zarr_convert(
     progress: Progress,
 ) -> Result<Converted> {
     use crate::formats::zarr::{self, Codec, Location};
+    let at = |p: &Path| Location::of(p).with_settings(options.store_settings.clone());
     let (zin, zout) = (zarr::is_zarr(input), zarr::is_zarr(output));
     let ra = |p: &Path| Format::by_extension(p) == Some(Format::Ra);
     if zin && ra(output) {
         options.check_output(output)?;
-        let create = crate::CreateOptions::new()
-            .overwrite(options.overwrite)
-            .split_links(options.split_links);
-        zarr::zarr_to_ra(&Location::of(input), output, &create, progress)?;
+        zarr::zarr_to_ra(&at(input), output, &options.create_options(), progress)?;
     } else if zout && ra(input) {
         let mut z = options.zarr.clone();
         z.overwrite = options.overwrite;
         if options.compress && z.codec == Codec::None {
             z.codec = Codec::Zstd(3);
         }
-        zarr::ra_to_zarr(input, &Location::of(output), &z, progress)?;
+        zarr::ra_to_zarr(input, &at(output), &z, progress)?;
     } else {
         return Err(ErrorKind::Unsupported(format!(
             "{} to {}: a Zarr array converts to and from .ra (convert other formats to .ra first)",
@@ -359,9 +374,8 @@ fn npy_to_ra(
         let write = options.write_options().metadata(trailer);
         return write_ra(options, write, output, &header, &data);
     }
-    CreateOptions::new()
-        .overwrite(options.overwrite)
-        .split_links(options.split_links)
+    options
+        .create_options()
         .metadata(trailer)
         .create_filled(output, dtype, &nh.shape, |out| fill(out.data_mut()))?;
     Ok(Converted::default())

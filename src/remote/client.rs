@@ -95,14 +95,26 @@ impl RemoteOptions {
         {
             settings.push(("aws_region", "us-east-1"));
         }
-        if endpoint.starts_with("http://") {
-            settings.push(("allow_http", "true"));
-        }
-        RemoteOptions {
-            settings: settings
+        Self::with_settings(
+            settings
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+        )
+    }
+
+    /// Default options with `settings` (object_store's AWS names) over the
+    /// environment's; an `aws_endpoint` of `http://` allows plain HTTP unless
+    /// `allow_http` says otherwise.
+    pub fn with_settings(mut settings: Vec<(String, String)>) -> RemoteOptions {
+        let plain = settings
+            .iter()
+            .any(|(k, v)| k == "aws_endpoint" && v.starts_with("http://"));
+        if plain && !settings.iter().any(|(k, _)| k == "allow_http") {
+            settings.push(("allow_http".into(), "true".into()));
+        }
+        RemoteOptions {
+            settings,
             ..RemoteOptions::default()
         }
     }

@@ -48,6 +48,8 @@ pub fn convert(
     options: &ConvertOptions,
     remote: &RemoteOptions,
 ) -> Result<()> {
+    #[cfg(feature = "zarr")]
+    let options = &options.clone().store_settings(remote.settings.clone());
     let scratch = Scratch::new();
     let source = match url_of(input) {
         Some(url) if !is_zarr(input) => download(url, &scratch, remote)?,

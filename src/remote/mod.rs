@@ -9,6 +9,7 @@
 //! |---|---|
 //! | open an object, read its header (one ranged GET), its trailer (a suffix range) | [`RemoteRa::open`], [`RemoteRa::metadata`] |
 //! | read the whole array, or a range of its last axis | [`RemoteRa::read`], [`RemoteRa::read_slab`], [`RemoteRa::decoded`] |
+//! | read a strided selection (the byte runs that hold it) | [`RemoteRa::read_selection_into`], [`Stride`] |
 //! | upload a local file or an array in memory | [`upload_file`], [`upload_bytes`] |
 //! | convert to or from an object (`.ra` or Zarr) | [`convert()`] |
 //! | many nodes filling one object, a part each | [`FillToken::begin`], [`FillToken::put_part`], [`FillToken::complete`], [`FillToken::abort`] |
@@ -22,6 +23,7 @@ mod client;
 mod convert;
 mod fill;
 mod read;
+mod select;
 mod upload;
 
 pub use client::{is_remote, RemoteOptions, S3Url};
@@ -29,4 +31,5 @@ pub(crate) use client::{runtime, store as client_store};
 pub use convert::convert;
 pub use fill::FillToken;
 pub use read::RemoteRa;
+pub use select::Stride;
 pub use upload::{upload_bytes, upload_file};

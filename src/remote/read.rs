@@ -21,8 +21,8 @@ const FIRST_GET: u64 = 4096;
 /// An opened `.ra` object: its validated header and length, and a client.
 pub struct RemoteRa {
     url: S3Url,
-    store: Arc<AmazonS3>,
-    options: RemoteOptions,
+    pub(super) store: Arc<AmazonS3>,
+    pub(super) options: RemoteOptions,
     header: Header,
     len: u64,
     /// The object's ETag, when the server gave one.
@@ -120,6 +120,20 @@ impl RemoteRa {
     /// Bytes `range` of the object, with concurrent ranged GETs of at most
     /// `range_bytes` each; bytes already fetched by the open are not asked again.
     pub fn read_bytes(&self, range: Range<u64>) -> Result<Vec<u8>> {
+        let n = usize::try_from(range.end.saturating_sub(range.start)).map_err(|_| {
+            ErrorKind::TooLarge {
+                what: "bytes to read",
+                value: (range.end - range.start).into(),
+            }
+        })?;
+        let mut out = vec![0u8; n];
+        self.read_into(range, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`read_bytes`](Self::read_bytes) into `out`, which is `range`'s length: each GET
+    /// lands in its place, with no buffer of the whole between.
+    pub fn read_into(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
         if range.end > self.len || range.start > range.end {
             return Err(Error::from(ErrorKind::InvalidArgument(format!(
                 "bytes {range:?} of an object of {} bytes",
@@ -127,11 +141,13 @@ impl RemoteRa {
             )))
             .at(self.url.shown()));
         }
-        let n = usize::try_from(range.end - range.start).map_err(|_| ErrorKind::TooLarge {
-            what: "bytes to read",
-            value: (range.end - range.start).into(),
-        })?;
-        let mut out = vec![0u8; n];
+        if out.len() as u64 != range.end - range.start {
+            return Err(ErrorKind::InvalidArgument(format!(
+                "{} bytes of buffer for bytes {range:?}",
+                out.len()
+            ))
+            .into());
+        }
         let have = self.first.len() as u64;
         let mut start = range.start;
         if start < have {
@@ -180,7 +196,7 @@ impl RemoteRa {
                     .await
             })
             .map_err(remote_err("get", &self.url))?;
-        Ok(out)
+        Ok(())
     }
 
     /// What `ra info` says of the object (the trailer is fetched only where its
@@ -243,14 +259,37 @@ impl RemoteRa {
             let data = raw.data[start..start + slab.nbytes() as usize].to_vec();
             return Ok((slab, data));
         }
+        let (slab, _) = self.header.slab(frames.clone()).at(&self.url.shown())?;
+        let mut data = vec![0u8; slab.size() as usize];
+        self.read_slab_into(frames, &mut data)?;
+        Ok((slab, data))
+    }
+
+    /// The range `frames` of the last axis of plain data, as native column-major
+    /// bytes, fetched straight into `out` (the slab's length); compressed and packed
+    /// objects are fetched whole and decoded first.
+    pub fn read_slab_into(&self, frames: Range<u64>, out: &mut [u8]) -> Result<()> {
+        if self.header.encoding() != Encoding::Raw {
+            let (_, data) = self.read_slab_bytes(frames)?;
+            if data.len() != out.len() {
+                return Err(ErrorKind::InvalidArgument(format!(
+                    "{} bytes of buffer for a slab of {}",
+                    out.len(),
+                    data.len()
+                ))
+                .into());
+            }
+            out.copy_from_slice(&data);
+            return Ok(());
+        }
         let (slab, offset) = self.header.slab(frames).at(&self.url.shown())?;
-        let mut data = self.read_bytes(offset..offset + slab.size())?;
+        self.read_into(offset..offset + slab.size(), out)?;
         if !self.header.native_endian() {
             if let Some(unit) = self.header.dtype().swap_unit() {
-                crate::codec::swap_bytes(&mut data, unit);
+                crate::codec::swap_bytes(out, unit);
             }
         }
-        Ok((slab, data))
+        Ok(())
     }
 
     /// The range `frames` of the last axis, as an array.

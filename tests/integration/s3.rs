@@ -4,12 +4,12 @@
 
 use std::process::{Command, Stdio};
 
-use ndarray::{ArrayD, Axis, Dimension, IxDyn, ShapeBuilder};
-use rastore::remote::{upload_bytes, upload_file, FillToken, RemoteOptions, RemoteRa};
+use ndarray::{ArrayD, Axis, Dimension, IxDyn, ShapeBuilder, Slice};
+use rastore::remote::{upload_bytes, upload_file, FillToken, RemoteOptions, RemoteRa, Stride};
 use rastore::{DType, Header, WriteOptions};
 
 use crate::cli::ra;
-use crate::common::tmp;
+use crate::common::{noise, tmp};
 use crate::s3_server::{Fault, Proxy, Server, BUCKET};
 
 const MIB: u64 = 1 << 20;
@@ -103,6 +103,143 @@ fn an_array_round_trips_and_reads_fetch_only_the_bytes_asked_for() {
         seen[0].range.as_deref(),
         Some(format!("bytes=-{}", trailer.len()).as_str())
     );
+}
+
+/// `a` sliced as `sel` says, as column-major bytes.
+fn selected(a: &ArrayD<f32>, sel: &[Stride]) -> Vec<u8> {
+    let s = a.slice_each_axis(|ax| {
+        let x = sel[ax.axis.index()];
+        let end = x.start + x.count.saturating_sub(1) * x.step + 1;
+        let end = if x.count == 0 { x.start } else { end };
+        Slice::new(x.start as isize, Some(end as isize), x.step as isize)
+    });
+    fortran_bytes(&s.to_owned())
+}
+
+fn read_selection(r: &RemoteRa, a: &ArrayD<f32>, sel: &[Stride]) -> Vec<u8> {
+    let mut out = vec![0u8; selected(a, sel).len()];
+    r.read_selection_into(sel, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn a_selection_fetches_only_the_runs_that_hold_it() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let proxy = Proxy::start(server.port);
+    let options = small_parts(&proxy.endpoint());
+    let a = cube(&[256, 256, 48]); // frames of 256 KiB
+    let header = Header::new(DType::F32, &[256, 256, 48]).unwrap();
+    upload_bytes(&url("s.ra"), &header, &fortran_bytes(&a), b"", &options).unwrap();
+    let r = RemoteRa::open_with(&url("s.ra"), options).unwrap();
+    proxy.take();
+    let frame = 256 * 256 * 4;
+    let at = |x: u64, y: u64, t: u64| header.data_offset() + 4 * x + 1024 * y + frame * t;
+
+    // Rows 10..30 of every 8th frame: runs of 20 KiB, 2 MiB apart, a GET each.
+    let sel = [
+        Stride::all(256),
+        Stride {
+            start: 10,
+            step: 1,
+            count: 20,
+        },
+        Stride {
+            start: 0,
+            step: 8,
+            count: 6,
+        },
+    ];
+    assert_eq!(read_selection(&r, &a, &sel), selected(&a, &sel));
+    let mut seen: Vec<String> = proxy.take().into_iter().filter_map(|s| s.range).collect();
+    seen.sort();
+    let mut want: Vec<String> = (0..6)
+        .map(|t| format!("bytes={}-{}", at(0, 10, 8 * t), at(0, 30, 8 * t) - 1))
+        .collect();
+    want.sort();
+    assert_eq!(seen, want);
+
+    // Every other element of 5 in a column, in one frame: 4-byte runs a few bytes
+    // apart, merged into one GET from the first to the last.
+    let sel = [
+        Stride {
+            start: 3,
+            step: 2,
+            count: 5,
+        },
+        Stride::all(256),
+        Stride {
+            start: 40,
+            step: 1,
+            count: 1,
+        },
+    ];
+    assert_eq!(read_selection(&r, &a, &sel), selected(&a, &sel));
+    let seen: Vec<String> = proxy.take().into_iter().filter_map(|s| s.range).collect();
+    assert_eq!(
+        seen,
+        [format!("bytes={}-{}", at(3, 0, 40), at(11, 255, 40) + 3)]
+    );
+
+    // Out of bounds, a zero step, or the wrong buffer: refused before any GET.
+    let mut out = vec![0u8; 4];
+    for sel in [
+        [
+            Stride::all(256),
+            Stride::all(256),
+            Stride {
+                start: 47,
+                step: 1,
+                count: 2,
+            },
+        ],
+        [
+            Stride::all(256),
+            Stride::all(256),
+            Stride {
+                start: 0,
+                step: 0,
+                count: 1,
+            },
+        ],
+        [
+            Stride::all(256),
+            Stride::all(256),
+            Stride {
+                start: 0,
+                step: 1,
+                count: 1,
+            },
+        ],
+    ] {
+        let e = r
+            .read_selection_into(&sel, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("axis 2") || e.contains("bytes of buffer"), "{e}");
+    }
+    assert!(proxy.take().is_empty());
+
+    // Random selections agree with ndarray's slicing.
+    let dims = [256u64, 256, 48];
+    for (i, bytes) in noise(40 * 9, 7).chunks(9).enumerate() {
+        let sel: Vec<Stride> = dims
+            .iter()
+            .zip(bytes.chunks(3))
+            .map(|(&d, b)| {
+                let start = u64::from(b[0]) % d;
+                let step = 1 + u64::from(b[1]) % 9;
+                let count = (u64::from(b[2]) % 12).min((d - 1 - start) / step + 1);
+                Stride { start, step, count }
+            })
+            .collect();
+        assert_eq!(
+            read_selection(&r, &a, &sel),
+            selected(&a, &sel),
+            "case {i}: {sel:?}"
+        );
+    }
 }
 
 #[test]

@@ -14,16 +14,33 @@ use crate::error::{Error, ErrorKind, Result};
 pub enum Location {
     /// A folder holding `zarr.json` (v3) or `.zarray` (v2).
     Local(PathBuf),
-    /// `s3://bucket/prefix`.
-    Object(String),
+    /// `s3://bucket/prefix`, with object_store settings (`aws_endpoint`, ...) over
+    /// the AWS environment's.
+    Object {
+        /// The URL.
+        url: String,
+        /// Settings by object_store's AWS names, as in `RemoteOptions::settings`.
+        settings: Vec<(String, String)>,
+    },
 }
 
 impl Location {
     /// The location named by `path`: an `s3://` URL or a folder.
     pub fn of(path: &Path) -> Location {
         match path.to_str() {
-            Some(s) if s.starts_with("s3://") => Location::Object(s.trim_end_matches('/').into()),
+            Some(s) if s.starts_with("s3://") => Location::Object {
+                url: s.trim_end_matches('/').into(),
+                settings: Vec::new(),
+            },
             _ => Location::Local(path.to_path_buf()),
+        }
+    }
+
+    /// The location with object_store `settings` for an object (a folder has none).
+    pub fn with_settings(self, settings: Vec<(String, String)>) -> Location {
+        match self {
+            Location::Object { url, .. } => Location::Object { url, settings },
+            local => local,
         }
     }
 
@@ -31,7 +48,7 @@ impl Location {
     pub fn shown(&self) -> PathBuf {
         match self {
             Location::Local(p) => p.clone(),
-            Location::Object(u) => u.into(),
+            Location::Object { url, .. } => url.into(),
         }
     }
 }
@@ -67,12 +84,12 @@ pub(super) fn open(location: &Location, dir: Option<&Path>) -> Result<Store> {
                 node: "/".into(),
             })
         }
-        Location::Object(url) => object(url),
+        Location::Object { url, settings } => object(url, settings),
     }
 }
 
 #[cfg(feature = "s3")]
-fn object(url: &str) -> Result<Store> {
+fn object(url: &str, settings: &[(String, String)]) -> Result<Store> {
     use zarrs::storage::storage_adapter::async_to_sync::{
         AsyncToSyncBlockOn, AsyncToSyncStorageAdapter,
     };
@@ -96,7 +113,8 @@ fn object(url: &str) -> Result<Store> {
         .into());
     }
     let s3 = crate::remote::S3Url::parse(&format!("s3://{bucket}/{prefix}"))?;
-    let client = crate::remote::client_store(&s3, &crate::remote::RemoteOptions::default())?;
+    let options = crate::remote::RemoteOptions::with_settings(settings.to_vec());
+    let client = crate::remote::client_store(&s3, &options)?;
     let adapter = AsyncToSyncStorageAdapter::new(
         Arc::new(zarrs_object_store::AsyncObjectStore::new(client)),
         BlockOn(crate::remote::runtime()?),
@@ -108,7 +126,7 @@ fn object(url: &str) -> Result<Store> {
 }
 
 #[cfg(not(feature = "s3"))]
-fn object(url: &str) -> Result<Store> {
+fn object(url: &str, _settings: &[(String, String)]) -> Result<Store> {
     Err(ErrorKind::Unsupported(format!(
         "{url}: object storage needs rastore's `s3` feature"
     ))

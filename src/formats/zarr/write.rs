@@ -175,7 +175,7 @@ fn prepare(output: &Location, overwrite: bool) -> Result<(Option<PathBuf>, PathB
             std::fs::create_dir_all(&tmp).map_err(io_at("create folder", p))?;
             Ok((Some(tmp), p.clone()))
         }
-        Location::Object(url) => {
+        Location::Object { url, .. } => {
             if !overwrite && super::ZarrInput::open(output).is_ok() {
                 return Err(Error::from(ErrorKind::Exists).at(url));
             }
