@@ -2,8 +2,9 @@
 that compute it. Imported only when used: ``import rastore`` does not import Dask.
 
 A local write creates the whole file (preallocated) under a hidden name beside the
-target, lets each worker store its blocks into their region through a mapping of the
-frames they span, and names the file when every block is stored. A write to
+target, lets each worker store its blocks into their region (a block of whole frames
+by one positioned write, any other through a mapping of the frames it spans), and
+names the file when every block is stored. A write to
 ``s3://`` is a distributed fill (``FillToken``): the array is rechunked to whole frames
 along the last axis, one part (at least 5 MiB) per block; each worker uploads its part
 and the upload completes only when every part succeeded. On any failure (after Dask's
@@ -56,16 +57,44 @@ def to_dask(path, chunks=None, *, storage_options=None, name=None):
 
 
 class _Region:
-    """The target of ``da.store``: each ``target[region] = block`` maps the frames
-    the region spans, read-write, stores the block and syncs it (so that a shared
-    file system holds it before the file is named). Pickles as its path."""
+    """The target of ``da.store``: ``target[region] = block`` stores a block into the
+    file. A block of whole frames (every inner axis whole) is one contiguous run of
+    the file: it is written with one positioned write, through the page cache, and
+    the file is closed (which, on a shared file system, sends it to the server). Any
+    other block is stored through a read-write mapping of the frames it spans, synced
+    (``msync``) before it is unmapped. Pickles as its path."""
 
     def __init__(self, path, shape, dtype):
         self.path, self.shape, self.dtype = path, tuple(shape), np.dtype(dtype)
         self.ndim = len(self.shape)
+        self.offset = 48 + 8 * self.ndim
+
+    def _frames(self, key):
+        """``(start, stop)`` when ``key`` selects whole frames ``start:stop``."""
+        if self.ndim == 0 or len(key) != self.ndim or self.dtype.fields is not None:
+            return None
+        *inner, last = key
+        for k, n in zip(inner, self.shape):
+            if not isinstance(k, slice) or k.indices(n) != (0, n, 1):
+                return None
+        if not isinstance(last, slice) or last.step not in (None, 1):
+            return None
+        start, stop, _ = last.indices(self.shape[-1])
+        return start, stop
 
     def __setitem__(self, key, value):
         key = tuple(key) if isinstance(key, tuple) else (key,)
+        frames = self._frames(key)
+        if frames is not None:
+            start, stop = frames
+            if stop <= start:
+                return
+            frame = self.dtype.itemsize * int(np.prod(self.shape[:-1], dtype=np.int64))
+            data = _fortran_bytes(np.asarray(value, dtype=self.dtype))
+            with open(self.path, "r+b") as f:
+                f.seek(self.offset + start * frame)
+                f.write(data)
+            return
         last = key[-1] if len(key) == self.ndim and self.ndim else None
         if isinstance(last, slice) and last.step in (None, 1):
             start, stop, _ = last.indices(self.shape[-1])

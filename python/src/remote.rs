@@ -98,7 +98,7 @@ impl RemoteFileCore {
     ) -> PyResult<()> {
         let sel: Vec<Stride> = sel
             .into_iter()
-            .map(|(start, step, count)| Stride { start, step, count })
+            .map(|(start, step, count)| Stride::new(start, step, count))
             .collect();
         let out = buf
             .as_slice_mut()

@@ -32,13 +32,14 @@ pub struct Stride {
 }
 
 impl Stride {
+    /// `count` indices from `start`, `step` apart.
+    pub fn new(start: u64, step: u64, count: u64) -> Stride {
+        Stride { start, step, count }
+    }
+
     /// The whole of an axis of `n`.
     pub fn all(n: u64) -> Stride {
-        Stride {
-            start: 0,
-            step: 1,
-            count: n,
-        }
+        Stride::new(0, 1, n)
     }
 }
 
@@ -282,40 +283,16 @@ mod tests {
 
     #[test]
     fn whole_leading_axes_and_a_range_are_one_run() {
-        let sel = [
-            Stride::all(3),
-            Stride {
-                start: 1,
-                step: 1,
-                count: 2,
-            },
-            Stride {
-                start: 2,
-                step: 1,
-                count: 1,
-            },
-        ];
+        let sel = [Stride::all(3), Stride::new(1, 1, 2), Stride::new(2, 1, 1)];
         assert_eq!(all_runs(&[3, 4, 5], &sel), vec![(4 * (3 + 24), 0, 24)]);
     }
 
     #[test]
     fn a_step_repeats_the_run() {
         let sel = [
-            Stride {
-                start: 1,
-                step: 1,
-                count: 2,
-            },
-            Stride {
-                start: 0,
-                step: 2,
-                count: 2,
-            },
-            Stride {
-                start: 4,
-                step: 1,
-                count: 1,
-            },
+            Stride::new(1, 1, 2),
+            Stride::new(0, 2, 2),
+            Stride::new(4, 1, 1),
         ];
         let base = 4 * (1 + 4 * 3 * 4);
         assert_eq!(
@@ -327,21 +304,9 @@ mod tests {
     #[test]
     fn the_odometer_turns_the_first_outer_axis_fastest() {
         let sel = [
-            Stride {
-                start: 0,
-                step: 2,
-                count: 2,
-            },
-            Stride {
-                start: 1,
-                step: 1,
-                count: 1,
-            },
-            Stride {
-                start: 1,
-                step: 2,
-                count: 2,
-            },
+            Stride::new(0, 2, 2),
+            Stride::new(1, 1, 1),
+            Stride::new(1, 2, 2),
         ];
         // strides 4, 12, 48 bytes
         let got: Vec<u64> = all_runs(&[3, 4, 5], &sel).iter().map(|r| r.0).collect();

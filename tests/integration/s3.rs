@@ -140,16 +140,8 @@ fn a_selection_fetches_only_the_runs_that_hold_it() {
     // Rows 10..30 of every 8th frame: runs of 20 KiB, 2 MiB apart, a GET each.
     let sel = [
         Stride::all(256),
-        Stride {
-            start: 10,
-            step: 1,
-            count: 20,
-        },
-        Stride {
-            start: 0,
-            step: 8,
-            count: 6,
-        },
+        Stride::new(10, 1, 20),
+        Stride::new(0, 8, 6),
     ];
     assert_eq!(read_selection(&r, &a, &sel), selected(&a, &sel));
     let mut seen: Vec<String> = proxy.take().into_iter().filter_map(|s| s.range).collect();
@@ -163,17 +155,9 @@ fn a_selection_fetches_only_the_runs_that_hold_it() {
     // Every other element of 5 in a column, in one frame: 4-byte runs a few bytes
     // apart, merged into one GET from the first to the last.
     let sel = [
-        Stride {
-            start: 3,
-            step: 2,
-            count: 5,
-        },
+        Stride::new(3, 2, 5),
         Stride::all(256),
-        Stride {
-            start: 40,
-            step: 1,
-            count: 1,
-        },
+        Stride::new(40, 1, 1),
     ];
     assert_eq!(read_selection(&r, &a, &sel), selected(&a, &sel));
     let seen: Vec<String> = proxy.take().into_iter().filter_map(|s| s.range).collect();
@@ -185,33 +169,9 @@ fn a_selection_fetches_only_the_runs_that_hold_it() {
     // Out of bounds, a zero step, or the wrong buffer: refused before any GET.
     let mut out = vec![0u8; 4];
     for sel in [
-        [
-            Stride::all(256),
-            Stride::all(256),
-            Stride {
-                start: 47,
-                step: 1,
-                count: 2,
-            },
-        ],
-        [
-            Stride::all(256),
-            Stride::all(256),
-            Stride {
-                start: 0,
-                step: 0,
-                count: 1,
-            },
-        ],
-        [
-            Stride::all(256),
-            Stride::all(256),
-            Stride {
-                start: 0,
-                step: 1,
-                count: 1,
-            },
-        ],
+        [Stride::all(256), Stride::all(256), Stride::new(47, 1, 2)],
+        [Stride::all(256), Stride::all(256), Stride::new(0, 0, 1)],
+        [Stride::all(256), Stride::all(256), Stride::new(0, 1, 1)],
     ] {
         let e = r
             .read_selection_into(&sel, &mut out)
@@ -231,7 +191,7 @@ fn a_selection_fetches_only_the_runs_that_hold_it() {
                 let start = u64::from(b[0]) % d;
                 let step = 1 + u64::from(b[1]) % 9;
                 let count = (u64::from(b[2]) % 12).min((d - 1 - start) / step + 1);
-                Stride { start, step, count }
+                Stride::new(start, step, count)
             })
             .collect();
         assert_eq!(
