@@ -70,7 +70,7 @@ fn make(path: &Path, gib: u64) {
     // SAFETY: the file is new and this process alone writes it.
     let mut m = unsafe { MappedRaMut::create(path, DType::F32, &[1024, 1024, gib * 256]) }
         .expect("create the big file");
-    m.par_fill_slabs(|offset, chunk: &mut [f32]| {
+    m.par_fill(|offset, chunk: &mut [f32]| {
         for (i, x) in chunk.iter_mut().enumerate() {
             *x = ((offset + i) % 251) as f32;
         }
@@ -153,14 +153,25 @@ fn main() {
     let mut cases: Vec<(String, Box<dyn Fn()>)> = vec![
         (
             "dd iflag=direct bs=16M (floor)".into(),
-            Box::new(|| shell(&["dd", &format!("if={p}"), "of=/dev/null", "iflag=direct", "bs=16M"])),
+            Box::new(|| {
+                shell(&[
+                    "dd",
+                    &format!("if={p}"),
+                    "of=/dev/null",
+                    "iflag=direct",
+                    "bs=16M",
+                ])
+            }),
         ),
         (
             "dd bs=16M (buffered)".into(),
             Box::new(|| shell(&["dd", &format!("if={p}"), "of=/dev/null", "bs=16M"])),
         ),
     ];
-    for (name, advice) in [("mapping, no advice", None), ("mapping, MADV_SEQUENTIAL", Some(Advice::Sequential))] {
+    for (name, advice) in [
+        ("mapping, no advice", None),
+        ("mapping, MADV_SEQUENTIAL", Some(Advice::Sequential)),
+    ] {
         let path = path.clone();
         cases.push((
             name.into(),
@@ -175,7 +186,6 @@ fn main() {
         ));
     }
     for (method, slab_mib, readers) in [
-        (ScanMethod::Buffered, 8, 1),
         (ScanMethod::Buffered, 8, 2),
         (ScanMethod::Direct, 8, 1),
         (ScanMethod::Direct, 8, 2),
@@ -202,7 +212,10 @@ fn main() {
     }
     for sub in ["stats", "verify"] {
         let (ra, p) = (ra.clone(), p.clone());
-        cases.push((format!("ra {sub}"), Box::new(move || shell(&[&ra, sub, &p]))));
+        cases.push((
+            format!("ra {sub}"),
+            Box::new(move || shell(&[&ra, sub, &p])),
+        ));
     }
 
     println!("{gib} GiB file ({len} bytes), {runs} runs each, cold: {cold}");

@@ -135,6 +135,13 @@ impl MappedRa {
     /// pass front to back (the kernel reads ahead aggressively), [`Advice::Random`] for
     /// scattered access (it reads ahead nothing), [`Advice::Normal`] to go back. A hint:
     /// `madvise` on Linux and macOS, nothing on Windows; errors are ignored.
+    ///
+    /// For one pass over the whole data of a file larger than memory, prefer
+    /// [`scan`](crate::scan::scan) over the view: a cold mapping is read by page
+    /// faults a little at a time, and once the page cache is full every fault also
+    /// evicts, where a scan reads large slabs ahead of the work and keeps the cache
+    /// (`benches/bigdata.rs` measures both). The view is the right tool for random
+    /// access, for repeated passes over data that fits in memory, and for slices.
     pub fn advise(&self, advice: Advice) {
         crate::sys::advise(&self.map, advice, None);
     }

@@ -7,14 +7,16 @@
 //! buffer that is reused, so memory is `(readers + 2) × slab_bytes` whatever the size.
 //!
 //! How the bytes are read ([`ScanMethod`]):
-//! - **buffered**: through the page cache, told the reads are sequential
+//! - **buffered** (the default): through the page cache, told the reads are sequential
 //!   (`posix_fadvise`); a range larger than half the machine's memory is also dropped
 //!   from the cache behind the scan, so that it never fills the cache and evicts the
 //!   rest of the machine's files for pages that will not be read again;
-//! - **direct**: around the page cache (`O_DIRECT`), aligned, for ranges larger than
-//!   half the machine's memory, where the platform can.
+//! - **direct**: around the page cache (`O_DIRECT`), aligned, where the platform can.
 //!
-//! [`ScanMethod::Auto`] chooses by size; the `bigdata` benchmark measures the choices.
+//! The `bigdata` benchmark measured both on a 32 GiB file, cold, on a 24 GiB machine:
+//! buffered with two readers of 8 MiB read it in 16.7 s, direct in 26–29 s whatever the
+//! slab size and reader count, and the mapping that `ra stats` read through before in
+//! 23.1 s (docs/BIGDATA.md).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -29,10 +31,7 @@ use crate::sys::{self, FileAdvice, DIRECT_ALIGN};
 /// How a scan reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScanMethod {
-    /// Direct for a range larger than half the machine's memory where the platform
-    /// can, else buffered.
-    Auto,
-    /// Through the page cache.
+    /// Through the page cache, dropped behind the scan past half the memory.
     Buffered,
     /// Around the page cache (`O_DIRECT`); buffered where the platform or file system
     /// has no such reads.
@@ -51,10 +50,10 @@ pub struct ScanOptions {
 }
 
 impl Default for ScanOptions {
-    /// Auto, 8 MiB slabs, 2 readers (the `bigdata` benchmark's choice).
+    /// Buffered, 8 MiB slabs, 2 readers (the `bigdata` benchmark's choice).
     fn default() -> Self {
         ScanOptions {
-            method: ScanMethod::Auto,
+            method: ScanMethod::Buffered,
             slab_bytes: 8 << 20,
             readers: 2,
         }
@@ -98,7 +97,6 @@ pub fn scan(
     let direct = match options.method {
         ScanMethod::Buffered => None,
         ScanMethod::Direct => sys::open_direct(path),
-        ScanMethod::Auto => big.then(|| sys::open_direct(path)).flatten(),
     };
     if direct.is_none() {
         sys::advise_file(file, FileAdvice::Sequential, range.clone());
@@ -110,12 +108,14 @@ pub fn scan(
     let stop = AtomicBool::new(false);
     let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
     let free_rx = std::sync::Mutex::new(free_rx);
-    // A slab's buffer, with room to align it and its ends for direct reads.
+    // A slab's buffer, with room for direct reads: aligning its start costs under one
+    // block, and whole blocks from the one the slab starts in cost under one more
+    // (`slab` is itself whole blocks).
     let room = slab + 2 * DIRECT_ALIGN;
     for _ in 0..readers + 2 {
         let _ = free_tx.send(vec![0u8; room]);
     }
-    let (full_tx, full_rx) = mpsc::channel::<(usize, Vec<u8>, Result<Range<usize>>)>();
+    let (full_tx, full_rx) = mpsc::channel::<Filled>();
     std::thread::scope(|s| {
         for _ in 0..readers {
             let (full_tx, free_rx, next, stop) = (full_tx.clone(), &free_rx, &next, &stop);
@@ -144,43 +144,52 @@ pub fn scan(
             });
         }
         drop(full_tx);
-        let mut pending = BTreeMap::new();
-        let mut want = 0usize;
-        let result = (|| {
-            while want < slabs {
-                let (buf, got) = match pending.remove(&want) {
-                    Some(ready) => ready,
-                    None => {
-                        let Ok((i, buf, got)) = full_rx.recv() else {
-                            return Err(Error::io(
-                                "read",
-                                std::io::Error::other("a scan's reader ended early"),
-                            )
-                            .at(path));
-                        };
-                        if i != want {
-                            pending.insert(i, (buf, got));
-                            continue;
-                        }
-                        (buf, got)
-                    }
-                };
-                let at = got?;
-                let offset = (want * slab) as u64;
-                f(offset, &buf[at])?;
-                if big && direct.is_none() {
-                    let start = range.start + offset;
-                    sys::advise_file(file, FileAdvice::DontNeed, start..start + slab as u64);
-                }
-                let _ = free_tx.send(buf);
-                want += 1;
+        let result = deliver(slabs, &full_rx, &free_tx, path, |i, bytes| {
+            let offset = (i * slab) as u64;
+            f(offset, bytes)?;
+            if big && direct.is_none() {
+                let start = range.start + offset;
+                sys::advise_file(file, FileAdvice::DontNeed, start..start + slab as u64);
             }
             Ok(())
-        })();
+        });
         stop.store(true, Ordering::Relaxed);
         drop(free_tx);
         result
     })
+}
+
+/// A slab read: its index, its buffer, and where in the buffer its bytes are.
+type Filled = (usize, Vec<u8>, Result<Range<usize>>);
+
+/// Hands slabs `0..slabs` to `each(index, bytes)` in order as the readers finish
+/// them (early ones wait), each buffer going back to the readers after.
+fn deliver(
+    slabs: usize,
+    full: &mpsc::Receiver<Filled>,
+    free: &mpsc::Sender<Vec<u8>>,
+    path: &Path,
+    mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut pending = BTreeMap::new();
+    for want in 0..slabs {
+        let (buf, got) = loop {
+            if let Some(ready) = pending.remove(&want) {
+                break ready;
+            }
+            let Ok((i, buf, got)) = full.recv() else {
+                return Err(Error::io(
+                    "read",
+                    std::io::Error::other("a scan's reader ended early"),
+                )
+                .at(path));
+            };
+            pending.insert(i, (buf, got));
+        };
+        each(want, &buf[got?])?;
+        let _ = free.send(buf);
+    }
+    Ok(())
 }
 
 /// Reads bytes `range` of `file` into `buf`, and gives where in `buf` they are.

@@ -207,13 +207,21 @@ class MappedFile(_rastore.MappedFileCore):
         return f"rastore.MappedFile({self.path!r}, {state!r}{slab})"
 
 
-def open(path):
+def open(path, advice=None):
     """The array in ``path``, read-only, over a mapping of the file (no copy, constant
     time). A ``.ra`` file, or a ``.npy`` (as ``np.load(path, mmap_mode="r")`` gives it,
     in C or Fortran order and its own byte order). ``.ra`` files whose data cannot be
     used in place (big-endian, compressed, BitArray) raise ``rastore.Error``; ``read``
-    decodes them."""
-    return MappedFile(os.fspath(path)).array
+    decodes them.
+
+    ``advice`` says how the array will be used, as ``MappedRa::advise`` does:
+    ``"sequential"`` before a pass front to back, ``"random"`` for scattered access,
+    ``"willneed"`` to start reading it all in now, ``"normal"``. A hint: ignored on
+    Windows and for ``.npy`` files."""
+    m = MappedFile(os.fspath(path))
+    if advice is not None:
+        m.advise(advice)
+    return m.array
 
 
 def open_slab(path, start, stop):

@@ -14,7 +14,7 @@ use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyWeakrefMethods, PyWeakrefReference};
-use rastore::{Encoding, ErrorKind, Header, MappedNpy, MappedRa, MappedRaMut, ViewRefusal};
+use rastore::{Advice, Encoding, ErrorKind, Header, MappedNpy, MappedRa, MappedRaMut, ViewRefusal};
 
 use crate::errors::{error, to_py};
 
@@ -271,6 +271,32 @@ impl MappedFileCore {
             )));
         }
         self.map = Map::Closed;
+        Ok(())
+    }
+
+    /// Tells the system how a read-only mapping will be used: `"sequential"` (read
+    /// ahead aggressively), `"random"` (read ahead nothing), `"willneed"` (read it all
+    /// in now), `"normal"`. A hint (`madvise`; nothing on Windows). Read-write and
+    /// `.npy` mappings take no hint.
+    fn advise(&self, advice: &str) -> PyResult<()> {
+        let a = match advice {
+            "normal" => Advice::Normal,
+            "sequential" => Advice::Sequential,
+            "random" => Advice::Random,
+            "willneed" => Advice::WillNeed,
+            _ => {
+                return Err(error(format!(
+                    "advice must be \"normal\", \"sequential\", \"random\" or \"willneed\", not {advice:?}"
+                )))
+            }
+        };
+        if let Map::Read(m) = &self.map {
+            if a == Advice::WillNeed {
+                m.will_need(0..u64::MAX);
+            } else {
+                m.advise(a);
+            }
+        }
         Ok(())
     }
 

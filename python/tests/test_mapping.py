@@ -16,6 +16,18 @@ def cube(tmp_path):
     return p, a
 
 
+def test_open_takes_a_hint_of_how_the_mapping_will_be_used(cube, tmp_path):
+    p, a = cube
+    for advice in ["sequential", "random", "willneed", "normal"]:
+        v = rastore.open(p, advice=advice)
+        assert isinstance(v.base, rastore.MappedFile)
+        np.testing.assert_array_equal(v, a)
+    np.save(tmp_path / "c.npy", a)
+    np.testing.assert_array_equal(rastore.open(tmp_path / "c.npy", advice="sequential"), a)
+    with pytest.raises(rastore.Error, match='"sequential", "random" or "willneed", not "backwards"'):
+        rastore.open(p, advice="backwards")
+
+
 def test_open_is_a_read_only_fortran_view_over_the_mapping(cube):
     p, a = cube
     m = rastore.MappedFile(p)

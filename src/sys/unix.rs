@@ -231,6 +231,8 @@ pub(crate) fn advise_file(_file: &File, _advice: FileAdvice, _range: Range<u64>)
 /// The machine's physical memory in bytes, where the platform tells it cheaply
 /// (`sysinfo` on Linux).
 #[cfg(target_os = "linux")]
+// `totalram` is a C `unsigned long`: u64 here, u32 on 32-bit targets.
+#[allow(clippy::useless_conversion)]
 pub(crate) fn physical_memory() -> Option<u64> {
     let i = rustix::system::sysinfo();
     Some(u64::from(i.totalram).saturating_mul(u64::from(i.mem_unit)))
