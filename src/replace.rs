@@ -123,28 +123,22 @@ impl NewFile {
     /// after the same checks as [`beside`](Self::beside). Dropped unplaced, it is
     /// removed.
     pub(crate) fn adopt(complete: &Path, path: &Path, how: Placement) -> Result<NewFile> {
-        let named = Some(complete.to_path_buf());
-        let (target, old) = match replaceable(path, how) {
-            Ok(checked) => checked,
-            Err(e) => {
-                let _ = fs::remove_file(complete);
-                return Err(e);
-            }
+        let removed = |e: Error| {
+            let _ = fs::remove_file(complete);
+            e
         };
-        let file = OpenOptions::new().read(true).write(true).open(complete);
-        let file = match file {
-            Ok(f) => f,
-            Err(e) => {
-                let _ = fs::remove_file(complete);
-                return Err(Error::io("open", e).at(complete));
-            }
-        };
+        let (target, old) = replaceable(path, how).map_err(removed)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(complete)
+            .map_err(|e| removed(Error::io("open", e).at(complete)))?;
         Ok(NewFile {
             file,
             shown: path.to_path_buf(),
             target,
             old,
-            named,
+            named: Some(complete.to_path_buf()),
             how,
         })
     }

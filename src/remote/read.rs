@@ -9,6 +9,7 @@ use object_store::aws::AmazonS3;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
 use super::client::{remote_err, runtime, store, RemoteOptions, S3Url};
+use super::select::{fit, to_native};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result, ResultExt};
 use crate::header::{Encoding, Header};
@@ -141,13 +142,7 @@ impl RemoteRa {
             )))
             .at(self.url.shown()));
         }
-        if out.len() as u64 != range.end - range.start {
-            return Err(ErrorKind::InvalidArgument(format!(
-                "{} bytes of buffer for bytes {range:?}",
-                out.len()
-            ))
-            .into());
-        }
+        fit(out, range.end - range.start)?;
         let have = self.first.len() as u64;
         let mut start = range.start;
         if start < have {
@@ -162,36 +157,19 @@ impl RemoteRa {
             .map(|a| a..(a + step).min(range.end))
             .collect();
         let path = self.url.path();
-        let store = &self.store;
         let base = range.start;
         runtime()?
             .block_on(async {
                 futures::stream::iter(pieces)
                     .map(|r| {
                         let path = &path;
-                        async move { store.get_range(path, r.clone()).await.map(|b| (r, b)) }
+                        async move { Ok((get_exact(&self.store, path, r.clone()).await?, r)) }
                     })
                     .buffer_unordered(self.options.concurrency.max(1))
-                    .try_for_each(|(r, bytes)| {
+                    .try_for_each(|(bytes, r)| {
                         let at = (r.start - base) as usize;
-                        let ok = bytes.len() as u64 == r.end - r.start;
-                        if ok {
-                            out[at..at + bytes.len()].copy_from_slice(&bytes);
-                        }
-                        async move {
-                            if ok {
-                                Ok(())
-                            } else {
-                                Err(object_store::Error::Generic {
-                                    store: "S3",
-                                    source: format!(
-                                        "asked for bytes {r:?}, got {} bytes (the object changed?)",
-                                        bytes.len()
-                                    )
-                                    .into(),
-                                })
-                            }
-                        }
+                        out[at..at + bytes.len()].copy_from_slice(&bytes);
+                        async { Ok(()) }
                     })
                     .await
             })
@@ -271,24 +249,13 @@ impl RemoteRa {
     pub fn read_slab_into(&self, frames: Range<u64>, out: &mut [u8]) -> Result<()> {
         if self.header.encoding() != Encoding::Raw {
             let (_, data) = self.read_slab_bytes(frames)?;
-            if data.len() != out.len() {
-                return Err(ErrorKind::InvalidArgument(format!(
-                    "{} bytes of buffer for a slab of {}",
-                    out.len(),
-                    data.len()
-                ))
-                .into());
-            }
+            fit(out, data.len() as u64)?;
             out.copy_from_slice(&data);
             return Ok(());
         }
         let (slab, offset) = self.header.slab(frames).at(&self.url.shown())?;
         self.read_into(offset..offset + slab.size(), out)?;
-        if !self.header.native_endian() {
-            if let Some(unit) = self.header.dtype().swap_unit() {
-                crate::codec::swap_bytes(out, unit);
-            }
-        }
+        to_native(&self.header, out);
         Ok(())
     }
 
@@ -299,4 +266,25 @@ impl RemoteRa {
         image.extend_from_slice(&data);
         crate::read_from(&image[..]).at(&self.url.shown())
     }
+}
+
+/// One ranged GET of `range`, refused when the answer has another length (the object
+/// changed between requests).
+pub(super) async fn get_exact(
+    store: &AmazonS3,
+    path: &object_store::path::Path,
+    range: Range<u64>,
+) -> object_store::Result<bytes::Bytes> {
+    let bytes = store.get_range(path, range.clone()).await?;
+    if bytes.len() as u64 != range.end - range.start {
+        return Err(object_store::Error::Generic {
+            store: "S3",
+            source: format!(
+                "asked for bytes {range:?}, got {} bytes (the object changed?)",
+                bytes.len()
+            )
+            .into(),
+        });
+    }
+    Ok(bytes)
 }

@@ -10,9 +10,9 @@
 use std::ops::Range;
 
 use futures::{StreamExt, TryStreamExt};
-use object_store::ObjectStoreExt;
 
 use super::client::{remote_err, runtime};
+use super::read::get_exact;
 use super::RemoteRa;
 use crate::error::{Error, ErrorKind, Result, ResultExt};
 use crate::header::{Encoding, Header};
@@ -192,69 +192,50 @@ impl RemoteRa {
     /// concurrent ranged GETs; a compressed or packed object is fetched whole and
     /// decoded first.
     pub fn read_selection_into(&self, sel: &[Stride], out: &mut [u8]) -> Result<()> {
-        let shown = self.url().shown();
-        if self.header().encoding() != Encoding::Raw {
-            let raw = self.decoded()?;
-            let header = &raw.header;
-            let want = check(header, sel).at(&shown)?;
-            fit(out, want)?;
-            let (dims, elbyte) = (header.dims(), header.dtype().elbyte);
-            let base = header.data_offset();
+        let decoded = match self.header().encoding() {
+            Encoding::Raw => None,
+            _ => Some(self.decoded()?),
+        };
+        let header = decoded.as_ref().map_or(self.header(), |raw| &raw.header);
+        let want = check(header, sel).at(&self.url().shown())?;
+        fit(out, want)?;
+        let (dims, elbyte, base) = (header.dims(), header.dtype().elbyte, header.data_offset());
+        if let Some(raw) = &decoded {
             let all = Fetch {
                 range: base..base + raw.data.len() as u64,
                 runs: runs(dims, elbyte, sel, base).collect(),
             };
             scatter(&all, &raw.data, out);
-            return swapped(header, out);
+        } else if want > 0 {
+            let all = runs(dims, elbyte, sel, base);
+            let most = self.options.range_bytes.max(1);
+            let path = self.url().path();
+            runtime()?
+                .block_on(async {
+                    futures::stream::iter(fetches(all, GAP_BYTES, most))
+                        .map(|f| {
+                            let path = &path;
+                            async move { Ok((get_exact(&self.store, path, f.range.clone()).await?, f)) }
+                        })
+                        .buffer_unordered(self.options.concurrency.max(1))
+                        .try_for_each(|(bytes, f)| {
+                            scatter(&f, &bytes, out);
+                            async { Ok(()) }
+                        })
+                        .await
+                })
+                .map_err(remote_err("get", self.url()))?;
         }
-        let header = self.header();
-        let want = check(header, sel).at(&shown)?;
-        fit(out, want)?;
-        if want == 0 {
-            return Ok(());
-        }
-        let (dims, elbyte) = (header.dims(), header.dtype().elbyte);
-        let all = runs(dims, elbyte, sel, header.data_offset());
-        let most = self.options.range_bytes.max(1);
-        let store = &self.store;
-        let path = self.url().path();
-        runtime()?
-            .block_on(async {
-                futures::stream::iter(fetches(all, GAP_BYTES, most))
-                    .map(|f| {
-                        let path = &path;
-                        async move {
-                            let bytes = store.get_range(path, f.range.clone()).await?;
-                            if bytes.len() as u64 != f.range.end - f.range.start {
-                                return Err(object_store::Error::Generic {
-                                    store: "S3",
-                                    source: format!(
-                                        "asked for bytes {:?}, got {} bytes (the object changed?)",
-                                        f.range,
-                                        bytes.len()
-                                    )
-                                    .into(),
-                                });
-                            }
-                            Ok((f, bytes))
-                        }
-                    })
-                    .buffer_unordered(self.options.concurrency.max(1))
-                    .try_for_each(|(f, bytes)| {
-                        scatter(&f, &bytes, out);
-                        async { Ok(()) }
-                    })
-                    .await
-            })
-            .map_err(remote_err("get", self.url()))?;
-        swapped(header, out)
+        to_native(header, out);
+        Ok(())
     }
 }
 
-fn fit(out: &[u8], want: u64) -> Result<()> {
+/// Refuses a buffer of another length than the `want` bytes to be read into it.
+pub(super) fn fit(out: &[u8], want: u64) -> Result<()> {
     if out.len() as u64 != want {
         return Err(Error::from(ErrorKind::InvalidArgument(format!(
-            "{} bytes of buffer for a selection of {want}",
+            "{} bytes of buffer for {want} bytes to read",
             out.len()
         ))));
     }
@@ -262,13 +243,12 @@ fn fit(out: &[u8], want: u64) -> Result<()> {
 }
 
 /// `out` in native byte order, when `header`'s data is not.
-fn swapped(header: &Header, out: &mut [u8]) -> Result<()> {
+pub(super) fn to_native(header: &Header, out: &mut [u8]) {
     if !header.native_endian() {
         if let Some(unit) = header.dtype().swap_unit() {
             crate::codec::swap_bytes(out, unit);
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -456,9 +456,11 @@ pub fn verify(a: &FilesArg) -> Outcome {
             let i = Input::open(p)?;
             let bools = i.dtype == DType::BOOL;
             let w = i.dtype.elbyte.max(1);
-            i.scan(|offset, slab| match bools {
-                true => rastore::codec::check_bools(slab, offset / w).map_err(|e| e.at(p)),
-                false => Ok(()),
+            i.scan(|offset, slab| {
+                if bools {
+                    rastore::codec::check_bools(slab, offset / w).map_err(|e| e.at(p))?;
+                }
+                Ok(())
             })?;
             (i.dtype, i.dims.clone(), i.bytes().len())
         };
