@@ -1,5 +1,6 @@
-//! Bigger than RAM: whole-file scans of a float32 file larger than the machine's
-//! memory, cold, against the device's floor, in one run. By hand, never in CI:
+//! Bigger than RAM: whole-file scans, fills and conversions of float32 files larger
+//! than the machine's memory, cold, against the device's floor, in one run. By hand,
+//! never in CI:
 //!
 //! ```text
 //! RASTORE_BIG_DIR=/work/big cargo bench --bench bigdata
@@ -16,10 +17,23 @@
 //! - [`rastore::scan`], buffered (fadvise, cache dropped behind) and direct
 //!   (`O_DIRECT`), slab sizes and reader counts;
 //! - the real `ra stats` and `ra verify` (`target/release/ra`).
+//!
+//! `RASTORE_BIG_PART` picks `scan`, `fill` or `convert` (default: all three):
+//! - fills of a new `RASTORE_BIG_GIB` file against `dd oflag=direct` from `/dev/zero`:
+//!   `par_fill_slabs` (which writes behind itself), the same fill through the mapping
+//!   with nothing written behind (as before), and two `open_slab` workers;
+//! - conversions at `RASTORE_BIG_CONV_GIB` (default 24: two files of it must fit on
+//!   the disk) against `cp`: C-order `.npy` → `.ra`, `.ra` → `.npy`, Fortran-order
+//!   `.npy` → `.ra`, and `ra stack` of 256 MiB inputs against
+//!   `cat` of them.
+//!
+//! Besides times, each case reports the peak anonymous memory (of this process, or of
+//! the `ra` it runs), the peak of dirty and writeback pages (`/proc/meminfo`), and the
+//! share of CPU time spent waiting on I/O (`/proc/stat`, as `vmstat`'s `wa`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use rastore::scan::{scan, ScanMethod, ScanOptions};
@@ -45,15 +59,49 @@ fn sum(bytes: &[u8]) -> f64 {
         .sum()
 }
 
-fn rss_anon() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+/// The value in KiB of the line `key` of a `/proc` file, in bytes.
+fn proc_kib(file: &str, key: &str) -> u64 {
+    std::fs::read_to_string(file)
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("RssAnon:"))
+                .find(|l| l.starts_with(key))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
         })
         .map_or(0, |kib| kib << 10)
+}
+
+fn rss_anon() -> u64 {
+    proc_kib("/proc/self/status", "RssAnon:")
+}
+
+/// The `ra` (or other program) a case is running now, for its anonymous memory.
+static CHILD: AtomicU32 = AtomicU32::new(0);
+
+fn child_anon() -> u64 {
+    match CHILD.load(Ordering::Relaxed) {
+        0 => 0,
+        pid => proc_kib(&format!("/proc/{pid}/status"), "RssAnon:"),
+    }
+}
+
+/// Dirty pages and pages being written back, machine-wide.
+fn dirty() -> u64 {
+    proc_kib("/proc/meminfo", "Dirty:") + proc_kib("/proc/meminfo", "Writeback:")
+}
+
+/// CPU ticks: (waiting on I/O, all).
+fn cpu_ticks() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let v: Vec<u64> = s
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    (v.get(4).copied().unwrap_or(0), v.iter().sum())
 }
 
 /// Drops the page cache (root only); says whether it could.
@@ -83,22 +131,32 @@ struct Case {
     name: String,
     times: Vec<f64>,
     peak_anon: u64,
+    peak_dirty: u64,
+    /// Share of CPU time waiting on I/O over all runs, in percent.
+    wait: f64,
 }
 
-fn run(name: &str, runs: usize, cold: bool, body: &dyn Fn()) -> Case {
+/// Runs `body` `runs` times (cold: after dropping the cache), with `before` and
+/// `after` around each run, untimed (making inputs, removing outputs).
+fn run(name: &str, runs: usize, cold: bool, body: &dyn Fn(), tidy: &dyn Fn()) -> Case {
     let mut times = Vec::new();
     let peak = AtomicU64::new(0);
+    let peak_dirty = AtomicU64::new(0);
     let done = AtomicBool::new(false);
+    let (mut wait, mut all) = (0, 0);
     for _ in 0..runs {
         if cold {
             drop_cache();
         }
         let base = rss_anon();
         done.store(false, Ordering::Relaxed);
+        let (w0, a0) = cpu_ticks();
         let t = std::thread::scope(|s| {
             s.spawn(|| {
                 while !done.load(Ordering::Relaxed) {
-                    peak.fetch_max(rss_anon().saturating_sub(base), Ordering::Relaxed);
+                    let anon = rss_anon().saturating_sub(base).max(child_anon());
+                    peak.fetch_max(anon, Ordering::Relaxed);
+                    peak_dirty.fetch_max(dirty(), Ordering::Relaxed);
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
             });
@@ -108,24 +166,97 @@ fn run(name: &str, runs: usize, cold: bool, body: &dyn Fn()) -> Case {
             done.store(true, Ordering::Relaxed);
             t
         });
+        let (w1, a1) = cpu_ticks();
+        (wait, all) = (wait + w1 - w0, all + a1 - a0);
         times.push(t);
+        tidy();
     }
     times.sort_by(f64::total_cmp);
     Case {
         name: name.into(),
         times,
         peak_anon: peak.into_inner(),
+        peak_dirty: peak_dirty.into_inner(),
+        wait: 100.0 * wait as f64 / all.max(1) as f64,
     }
 }
 
 fn shell(cmd: &[&str]) {
-    let ok = Command::new(cmd[0])
+    let mut child = Command::new(cmd[0])
         .args(&cmd[1..])
         .stderr(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    CHILD.store(child.id(), Ordering::Relaxed);
+    let ok = child.wait().is_ok_and(|s| s.success());
+    CHILD.store(0, Ordering::Relaxed);
     assert!(ok, "{cmd:?} failed");
+}
+
+/// Cases: a name, the timed body, and what to do after each run, untimed.
+type Cases = Vec<(String, Box<dyn Fn()>, Box<dyn Fn()>)>;
+
+fn nothing() -> Box<dyn Fn()> {
+    Box::new(|| {})
+}
+
+fn remove(path: &Path) -> Box<dyn Fn()> {
+    let path = path.to_path_buf();
+    Box::new(move || {
+        let _ = std::fs::remove_file(&path);
+    })
+}
+
+/// Prints the cases' figures, each against the first case's median (the floor).
+fn report(title: &str, len: u64, runs: usize, cold: bool, only: &str, cases: &Cases) {
+    println!("{title} ({len} bytes), {runs} runs each, cold: {cold}");
+    println!("case\tmedian s\tmin s\tmax s\tGB/s\tvs floor\tpeak anon MiB\tpeak dirty MiB\twa %");
+    let mut floor = None;
+    for (name, body, tidy) in cases {
+        if !only.is_empty() && !name.contains(only) && floor.is_some() {
+            continue;
+        }
+        let c = run(name, runs, cold, body.as_ref(), tidy.as_ref());
+        let median = c.times[c.times.len() / 2];
+        let floor_s = *floor.get_or_insert(median);
+        println!(
+            "{}\t{:.1}\t{:.1}\t{:.1}\t{:.2}\t{:.2}\t{}\t{}\t{:.0}",
+            c.name,
+            median,
+            c.times[0],
+            c.times[c.times.len() - 1],
+            len as f64 / median / 1e9,
+            floor_s / median,
+            c.peak_anon >> 20,
+            c.peak_dirty >> 20,
+            c.wait,
+        );
+    }
+}
+
+/// Writes a float32 `.npy` of `shape` (C or Fortran order) at memory speed.
+fn make_npy(path: &Path, shape: &[u64], fortran: bool) {
+    use std::io::Write;
+    if path.exists() {
+        return;
+    }
+    eprintln!("making {}", path.display());
+    let descr = rastore::formats::npy::Descr::for_dtype(DType::F32).expect("f32");
+    let head = rastore::formats::npy::NpyHeader::encode(&descr, fortran, shape);
+    let mut w =
+        std::io::BufWriter::with_capacity(64 << 20, std::fs::File::create(path).expect("create"));
+    w.write_all(&head).expect("write");
+    let total: u64 = shape.iter().product();
+    let piece: Vec<f32> = (0..(16u64 << 20)).map(|i| (i % 251) as f32).collect();
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(piece.len() as u64) as usize;
+        w.write_all(bytemuck::cast_slice(&piece[..n]))
+            .expect("write");
+        left -= n as u64;
+    }
+    w.flush().expect("flush");
 }
 
 fn main() {
@@ -134,47 +265,97 @@ fn main() {
     }
     let Some(dir) = std::env::var_os("RASTORE_BIG_DIR").map(PathBuf::from) else {
         // `cargo bench` runs every bench: this one only when asked, being 32 GiB.
-        println!("bigdata: skipped (set RASTORE_BIG_DIR to a folder with 32 GiB free)");
+        println!("bigdata: skipped (set RASTORE_BIG_DIR to a folder with 64 GiB free)");
         return;
     };
     let gib: u64 = env_or("RASTORE_BIG_GIB", 32);
     let runs: usize = env_or("RASTORE_BIG_RUNS", 3);
     let only = std::env::var("RASTORE_BIG_ONLY").unwrap_or_default();
-    let path = dir.join("big.ra");
-    make(&path, gib);
     let cold = drop_cache();
     if !cold {
         eprintln!("cannot drop the page cache (not root?): the figures below are NOT cold");
     }
-    let p = path.to_str().expect("a UTF-8 path").to_string();
     let ra = std::env::var("RASTORE_RA").unwrap_or_else(|_| "target/release/ra".into());
-    let len = std::fs::metadata(&path).expect("stat").len();
-    let header = rastore::info::info(&path).expect("info").header;
-    let data = header.data_offset()..header.data_offset() + header.nbytes();
+    let b = Bench {
+        dir,
+        ra,
+        runs,
+        cold,
+        only,
+    };
+    let part = std::env::var("RASTORE_BIG_PART").unwrap_or_default();
+    let path = b.dir.join("big.ra");
+    if part.is_empty() || part == "scan" {
+        scans(&b, &path, gib);
+    }
+    // The fills and conversions write files as large: the scans' input goes first.
+    if part.is_empty() || part == "fill" {
+        let _ = std::fs::remove_file(&path);
+        fills(&b, gib);
+    }
+    if part.is_empty() || part == "convert" {
+        let _ = std::fs::remove_file(&path);
+        conversions(&b, env_or("RASTORE_BIG_CONV_GIB", 24));
+    }
+}
 
-    let mut cases: Vec<(String, Box<dyn Fn()>)> = vec![
-        (
-            "dd iflag=direct bs=16M (floor)".into(),
-            Box::new(|| {
-                shell(&[
-                    "dd",
-                    &format!("if={p}"),
-                    "of=/dev/null",
-                    "iflag=direct",
-                    "bs=16M",
-                ])
+/// Where and how the cases run.
+struct Bench {
+    dir: PathBuf,
+    ra: String,
+    runs: usize,
+    cold: bool,
+    only: String,
+}
+
+impl Bench {
+    fn report(&self, title: &str, len: u64, cases: &Cases) {
+        report(title, len, self.runs, self.cold, &self.only, cases);
+    }
+
+    fn at(&self, name: &str) -> String {
+        self.dir
+            .join(name)
+            .to_str()
+            .expect("a UTF-8 path")
+            .to_string()
+    }
+}
+
+fn scans(b: &Bench, path: &Path, gib: u64) {
+    make(path, gib);
+    let p = path.to_str().expect("a UTF-8 path").to_string();
+    let len = std::fs::metadata(path).expect("stat").len();
+    let header = rastore::info::info(path).expect("info").header;
+    let data = header.data_offset()..header.data_offset() + header.nbytes();
+    let mut cases: Cases = Vec::new();
+    for (name, direct) in [
+        ("dd iflag=direct bs=16M (floor)", true),
+        ("dd bs=16M (buffered)", false),
+    ] {
+        let p = p.clone();
+        cases.push((
+            name.into(),
+            Box::new(move || {
+                let mut cmd = vec![
+                    "dd".to_string(),
+                    format!("if={p}"),
+                    "of=/dev/null".into(),
+                    "bs=16M".into(),
+                ];
+                if direct {
+                    cmd.push("iflag=direct".into());
+                }
+                shell(&cmd.iter().map(String::as_str).collect::<Vec<_>>());
             }),
-        ),
-        (
-            "dd bs=16M (buffered)".into(),
-            Box::new(|| shell(&["dd", &format!("if={p}"), "of=/dev/null", "bs=16M"])),
-        ),
-    ];
+            nothing(),
+        ));
+    }
     for (name, advice) in [
         ("mapping, no advice", None),
         ("mapping, MADV_SEQUENTIAL", Some(Advice::Sequential)),
     ] {
-        let path = path.clone();
+        let path = path.to_path_buf();
         cases.push((
             name.into(),
             Box::new(move || {
@@ -185,6 +366,7 @@ fn main() {
                 }
                 std::hint::black_box(sum(m.data_bytes()));
             }),
+            nothing(),
         ));
     }
     for (method, slab_mib, readers) in [
@@ -193,7 +375,7 @@ fn main() {
         (ScanMethod::Direct, 8, 2),
         (ScanMethod::Direct, 16, 4),
     ] {
-        let (path, data) = (path.clone(), data.clone());
+        let (path, data) = (path.to_path_buf(), data.clone());
         let options = ScanOptions {
             method,
             slab_bytes: slab_mib << 20,
@@ -210,35 +392,237 @@ fn main() {
                 .expect("scan");
                 std::hint::black_box(total);
             }),
+            nothing(),
         ));
     }
     for sub in ["stats", "verify"] {
-        let (ra, p) = (ra.clone(), p.clone());
+        let (ra, p) = (b.ra.clone(), p.clone());
         cases.push((
             format!("ra {sub}"),
             Box::new(move || shell(&[&ra, sub, &p])),
+            nothing(),
         ));
     }
+    b.report(&format!("scans of a {gib} GiB file"), len, &cases);
+}
 
-    println!("{gib} GiB file ({len} bytes), {runs} runs each, cold: {cold}");
-    println!("case\tmedian s\tmin s\tmax s\tGB/s\tvs floor\tpeak anon MiB");
-    let mut floor = None;
-    for (name, body) in &cases {
-        if !only.is_empty() && !name.contains(&only) && floor.is_some() {
-            continue;
+/// A value for each element, cheap to make (the fills measure the writing).
+fn value(i: usize) -> f32 {
+    (i % 251) as f32
+}
+
+fn fills(b: &Bench, gib: u64) {
+    let dims = [1024, 1024, gib * 256];
+    let len = gib << 30;
+    let out = b.dir.join("fill.ra");
+    let o = b.at("fill.ra");
+    let mut cases: Cases = vec![(
+        "dd if=/dev/zero oflag=direct bs=16M (floor)".into(),
+        Box::new(move || {
+            let count = format!("count={}", gib * 64);
+            shell(&[
+                "dd",
+                "if=/dev/zero",
+                &format!("of={o}"),
+                "oflag=direct",
+                "bs=16M",
+                &count,
+            ]);
+        }),
+        remove(&out),
+    )];
+    {
+        let out_ = out.clone();
+        cases.push((
+            "par_fill_slabs, written behind, flush".into(),
+            Box::new(move || {
+                // SAFETY: the file is new and this process alone writes it.
+                let mut m =
+                    unsafe { MappedRaMut::create(&out_, DType::F32, &dims) }.expect("create");
+                m.par_fill_slabs(|range, mut slab: ndarray::ArrayViewMutD<'_, f32>| {
+                    let per = slab.len() / range.len().max(1);
+                    let first = range.start * per;
+                    if let Some(s) = slab.as_slice_memory_order_mut() {
+                        s.iter_mut()
+                            .enumerate()
+                            .for_each(|(i, x)| *x = value(first + i));
+                    }
+                })
+                .expect("fill");
+                m.flush().expect("flush");
+            }),
+            remove(&out),
+        ));
+    }
+    {
+        let out_ = out.clone();
+        cases.push((
+            "the mapping filled in parallel, nothing written behind, flush".into(),
+            Box::new(move || {
+                // SAFETY: the file is new and this process alone writes it.
+                let mut m =
+                    unsafe { MappedRaMut::create(&out_, DType::F32, &dims) }.expect("create");
+                let data: &mut [f32] = bytemuck::cast_slice_mut(m.data_mut());
+                data.par_chunks_mut(2 << 20).enumerate().for_each(|(k, c)| {
+                    c.iter_mut()
+                        .enumerate()
+                        .for_each(|(i, x)| *x = value(k * (2 << 20) + i));
+                });
+                m.flush().expect("flush");
+            }),
+            remove(&out),
+        ));
+    }
+    {
+        let out_ = out.clone();
+        cases.push((
+            "2 open_slab workers, par_fill_slabs each, flush".into(),
+            Box::new(move || {
+                rastore::create_file(&out_, DType::F32, &dims).expect("create");
+                let half = dims[2] / 2;
+                std::thread::scope(|s| {
+                    for range in [0..half, half..dims[2]] {
+                        let out = &out_;
+                        s.spawn(move || {
+                            // SAFETY: each worker maps a disjoint slab; nothing else writes.
+                            let mut m =
+                                unsafe { MappedRaMut::open_slab(out, range) }.expect("open_slab");
+                            m.par_fill_slabs(|r, mut slab: ndarray::ArrayViewMutD<'_, f32>| {
+                                let per = slab.len() / r.len().max(1);
+                                let first = r.start * per;
+                                if let Some(s) = slab.as_slice_memory_order_mut() {
+                                    s.iter_mut()
+                                        .enumerate()
+                                        .for_each(|(i, x)| *x = value(first + i));
+                                }
+                            })
+                            .expect("fill");
+                            m.flush().expect("flush");
+                        });
+                    }
+                });
+            }),
+            remove(&out),
+        ));
+    }
+    b.report(&format!("fills of a new {gib} GiB file"), len, &cases);
+}
+
+fn conversions(b: &Bench, gib: u64) {
+    // A stack of 1024x1024 frames, as a C-order .npy holds it.
+    let shape = [gib * 256, 1024, 1024];
+    let len = gib << 30;
+    let (c_npy, ra_out, f_npy, ra_back) = (
+        b.at("c.npy"),
+        b.at("out.ra"),
+        b.at("f.npy"),
+        b.at("back.ra"),
+    );
+    let cmd = |args: Vec<String>| -> Box<dyn Fn()> {
+        Box::new(move || shell(&args.iter().map(String::as_str).collect::<Vec<_>>()))
+    };
+    let s = |x: &str| x.to_string();
+    make_npy(Path::new(&c_npy), &shape, false);
+    let copy = b.at("copy");
+    let cases: Cases = vec![
+        (
+            "cp (floor)".into(),
+            cmd(vec![s("cp"), c_npy.clone(), copy.clone()]),
+            remove(Path::new(&copy)),
+        ),
+        (
+            "ra convert C-order .npy -> .ra".into(),
+            cmd(vec![
+                b.ra.clone(),
+                s("convert"),
+                c_npy.clone(),
+                ra_out.clone(),
+            ]),
+            remove(Path::new(&ra_out)),
+        ),
+    ];
+    b.report(&format!("conversions of {gib} GiB, C order"), len, &cases);
+    let _ = std::fs::remove_file(&c_npy);
+    // Each stage's input made untimed, alone on the disk with its output.
+    make(Path::new(&ra_out), gib);
+    let cases: Cases = vec![
+        (
+            "cp (floor)".into(),
+            cmd(vec![s("cp"), ra_out.clone(), copy.clone()]),
+            remove(Path::new(&copy)),
+        ),
+        (
+            "ra convert .ra -> .npy".into(),
+            cmd(vec![
+                b.ra.clone(),
+                s("convert"),
+                ra_out.clone(),
+                f_npy.clone(),
+            ]),
+            remove(Path::new(&f_npy)),
+        ),
+    ];
+    b.report(&format!("conversions of {gib} GiB, to .npy"), len, &cases);
+    let _ = std::fs::remove_file(&ra_out);
+    make_npy(Path::new(&f_npy), &shape, true);
+    let cases: Cases = vec![
+        (
+            "cp (floor)".into(),
+            cmd(vec![s("cp"), f_npy.clone(), copy.clone()]),
+            remove(Path::new(&copy)),
+        ),
+        (
+            "ra convert Fortran-order .npy -> .ra".into(),
+            cmd(vec![
+                b.ra.clone(),
+                s("convert"),
+                f_npy.clone(),
+                ra_back.clone(),
+            ]),
+            remove(Path::new(&ra_back)),
+        ),
+    ];
+    b.report(
+        &format!("conversions of {gib} GiB, Fortran order"),
+        len,
+        &cases,
+    );
+    let _ = std::fs::remove_file(&f_npy);
+    // ra stack of 256 MiB frames against cat of them.
+    let inputs: Vec<String> = (0..gib * 4)
+        .map(|i| b.at(&format!("frame{i:04}.ra")))
+        .collect();
+    for (i, p) in inputs.iter().enumerate() {
+        if !Path::new(p).exists() {
+            // SAFETY: the file is new and this process alone writes it.
+            let mut m =
+                unsafe { MappedRaMut::create(p, DType::F32, &[8192, 8192]) }.expect("create");
+            m.par_fill(|at, c: &mut [f32]| {
+                c.iter_mut()
+                    .enumerate()
+                    .for_each(|(k, x)| *x = value(i + at + k));
+            })
+            .expect("fill");
         }
-        let c = run(name, runs, cold, body.as_ref());
-        let median = c.times[c.times.len() / 2];
-        let floor_s = *floor.get_or_insert(median);
-        println!(
-            "{}\t{:.1}\t{:.1}\t{:.1}\t{:.2}\t{:.2}\t{}",
-            c.name,
-            median,
-            c.times[0],
-            c.times[c.times.len() - 1],
-            len as f64 / median / 1e9,
-            floor_s / median,
-            c.peak_anon >> 20
-        );
+    }
+    let stacked = b.at("stacked.ra");
+    let cat = format!("cat {} > {}", inputs.join(" "), copy);
+    let mut stack = vec![b.ra.clone(), s("stack"), stacked.clone(), s("--overwrite")];
+    stack.extend(inputs.iter().cloned());
+    let cases: Cases = vec![
+        (
+            "cat of the inputs (floor)".into(),
+            cmd(vec![s("sh"), s("-c"), cat]),
+            remove(Path::new(&copy)),
+        ),
+        (
+            format!("ra stack of {} 256 MiB inputs", inputs.len()),
+            cmd(stack),
+            remove(Path::new(&stacked)),
+        ),
+    ];
+    b.report(&format!("stack into {gib} GiB"), len, &cases);
+    for p in &inputs {
+        let _ = std::fs::remove_file(p);
     }
 }

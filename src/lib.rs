@@ -9,10 +9,10 @@
 //! | open a file of any size in constant time and view it | [`MappedRa::open`], [`MappedRa::view`], [`MappedRa::view_ix`] |
 //! | read a whole file into memory, any encoding or byte order | [`read`], [`read_from`], [`read_bool`], [`read_raw`] |
 //! | write an array of any layout, atomically | [`write()`], [`WriteOptions`], [`write_to`] |
-//! | create a huge file and fill it in place, in parallel | [`MappedRaMut::create`], [`MappedRaMut::par_fill_slabs`], [`MappedRaMut::flush`] |
+//! | create a huge file and fill it in place, in parallel, dirty pages written behind | [`MappedRaMut::create`], [`MappedRaMut::par_fill_slabs`], [`MappedRaMut::data_mut_with_writeback`], [`MappedRaMut::flush`] |
 //! | many processes filling disjoint slabs of one file | [`create_file`], [`MappedRaMut::open_slab`] |
 //! | read and write `.ra` objects in S3-protocol storage, fill one from many nodes (feature `s3`) | `remote::RemoteRa`, `remote::upload_file`, `remote::FillToken` |
-//! | read a whole file (or a range) at the disk's speed, in slabs, with bounded memory | [`scan::scan`], [`scan::ScanOptions`] |
+//! | read a whole file (or a range) at the disk's speed, in slabs, with bounded memory | [`scan::scan`], [`scan::scan_many`], [`scan::read_into`], [`scan::ScanOptions`] |
 //! | what `ra info` says of a file | [`info::info`], [`info::FileInfo`] |
 //! | grow a file frame by frame, readable and intact at every moment | [`AppendOptions`], [`Appender::append`], [`Appender::commit`], [`recover`] |
 //! | parse or build a header without I/O | [`Header::parse`], [`Header::new`], [`Header::encode`] |
@@ -61,6 +61,7 @@ pub mod scan;
 mod sys;
 pub mod values;
 mod view;
+mod writeback;
 
 pub use append::{
     append_state, recover, trailer_sidecar, AppendOptions, AppendState, Appender, Recovery,
@@ -78,6 +79,7 @@ pub use owned::{
 };
 pub use sys::Advice;
 pub use view::{view_bytes, view_data, view_data_mut};
+pub use writeback::Writeback;
 
 /// The README's Rust examples, compiled as doc tests (they are `no_run`: compiled,
 /// not run, since they name files that are not there).

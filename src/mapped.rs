@@ -17,6 +17,7 @@ use crate::header::Header;
 use crate::owned::{read_header_at_start, read_header_live};
 use crate::sys::Advice;
 use crate::view::{stored_data, trailer, view_data, view_data_mut};
+use crate::writeback::Writeback;
 
 /// A RawArray file mapped read-only, its header validated.
 ///
@@ -188,6 +189,8 @@ pub struct MappedRaMut {
     header: Header,
     view_header: Header,
     slab: Option<Range<u64>>,
+    /// Where in the file the mapping starts.
+    offset: u64,
     path: PathBuf,
 }
 
@@ -298,6 +301,7 @@ impl MappedRaMut {
             header,
             view_header,
             slab,
+            offset,
             path: path.to_path_buf(),
         })
     }
@@ -334,6 +338,14 @@ impl MappedRaMut {
         view_data(&self.view_header, &self.map).at(&self.path)
     }
 
+    /// The mapped data bytes, and a [`Writeback`] to queue each part for the disk as
+    /// soon as it is filled: for fills larger than memory that do not go through
+    /// [`par_fill_slabs`](Self::par_fill_slabs) or [`par_fill`](Self::par_fill),
+    /// which do it themselves.
+    pub fn data_mut_with_writeback(&mut self) -> (&mut [u8], Writeback<'_>) {
+        (&mut self.map, Writeback::new(&self.file, self.offset))
+    }
+
     /// Fills the mapped data in parallel: splits it along the last axis into disjoint
     /// slabs and calls `f(range, slab)` for each on the rayon pool; `range` counts in
     /// the whole file's last axis (also for a slab mapping).
@@ -343,8 +355,18 @@ impl MappedRaMut {
         F: Fn(Range<usize>, ArrayViewMutD<'_, T>) + Sync,
     {
         let first = self.slab.as_ref().map_or(0, |r| r.start as usize);
-        let view = self.view_mut::<T>()?;
-        crate::fill::par_fill_slabs(view, first, f);
+        let per_index = match self.view_header.dims().last() {
+            Some(&last) if last > 0 => (self.view_header.size() / last) as usize,
+            _ => 0,
+        };
+        let behind = Writeback::new(&self.file, self.offset);
+        let view = view_data_mut(&self.view_header, &mut self.map).at(&self.path)?;
+        crate::fill::par_fill_slabs(view, first, |range, slab| {
+            let bytes = (range.start - first) * per_index..(range.end - first) * per_index;
+            f(range, slab);
+            // Queued as soon as filled: dirty pages stay few however large the file.
+            behind.finished(bytes);
+        });
         Ok(())
     }
 
@@ -359,11 +381,17 @@ impl MappedRaMut {
             (Some(r), Some((&last, _))) => (r.start * (self.header.count() / last)) as usize,
             _ => 0,
         };
-        let mut view = self.view_mut::<T>()?;
-        match view.as_slice_memory_order_mut() {
-            Some(data) => crate::fill::par_fill_flat(data, first, f),
-            None => unreachable!("a view of a whole mapping is contiguous"),
-        }
+        let behind = Writeback::new(&self.file, self.offset);
+        let size = std::mem::size_of::<T>();
+        let mut view = view_data_mut(&self.view_header, &mut self.map).at(&self.path)?;
+        let Some(data) = view.as_slice_memory_order_mut() else {
+            unreachable!("a view of a whole mapping is contiguous")
+        };
+        crate::fill::par_fill_flat(data, first, |at, chunk| {
+            let bytes = (at - first) * size..(at - first + chunk.len()) * size;
+            f(at, chunk);
+            behind.finished(bytes);
+        });
         Ok(())
     }
 

@@ -505,7 +505,9 @@ impl DataReader {
                 unit,
                 bools,
             } => {
-                crate::sys::read_exact_at(&file, buf, offset).map_err(io_at("read", path))?;
+                // Large reads on several threads, as every whole-file pass reads.
+                let options = crate::scan::ScanOptions::default();
+                crate::scan::read_file_into(&file, path, offset, buf, &options)?;
                 codec::swap_bytes(buf, unit);
                 if bools {
                     codec::check_bools(buf, 0).at(path)?;

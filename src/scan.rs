@@ -62,7 +62,7 @@ impl Default for ScanOptions {
 
 /// Whether `len` bytes are better kept out of the page cache: more than half the
 /// machine's memory (unknown memory: never).
-fn larger_than_cache(len: u64) -> bool {
+pub(crate) fn larger_than_cache(len: u64) -> bool {
     sys::physical_memory().is_some_and(|m| len > m / 2)
 }
 
@@ -77,79 +77,109 @@ fn gcd(a: usize, b: usize) -> usize {
 /// Reads bytes `range` of the file `path` in slabs and calls `f(offset, bytes)` for
 /// each, in order, `offset` counted from `range.start`. Every slab but the
 /// last is a whole number of `unit`s (an element's size), so `f` never sees an
-/// element cut in two. The first error, from a read or from `f`, ends the scan.
+/// element cut in two; the slab is `f`'s to change in place (byte swaps, say). The
+/// first error, from a read or from `f`, ends the scan.
 pub fn scan(
     path: &Path,
     range: Range<u64>,
     unit: usize,
     options: &ScanOptions,
-    mut f: impl FnMut(u64, &[u8]) -> Result<()>,
+    mut f: impl FnMut(u64, &mut [u8]) -> Result<()>,
 ) -> Result<()> {
-    let len = range.end.saturating_sub(range.start);
+    scan_many(&[(path, range)], unit, options, |offset, slabs| {
+        f(offset, slabs[0])
+    })
+}
+
+/// [`scan`] of several files in lockstep: `sources` are `(path, range)` pairs whose
+/// ranges have one length, and `f(offset, slabs)` gets the slab at `offset` of each,
+/// in the order of `sources` (two files compared element by element, say). The
+/// memory is that of a scan, times the number of sources.
+pub fn scan_many(
+    sources: &[(&Path, Range<u64>)],
+    unit: usize,
+    options: &ScanOptions,
+    mut f: impl FnMut(u64, &mut [&mut [u8]]) -> Result<()>,
+) -> Result<()> {
+    let Some((_, first)) = sources.first() else {
+        return Ok(());
+    };
+    let len = first.end.saturating_sub(first.start);
+    if let Some((path, r)) = sources
+        .iter()
+        .find(|(_, r)| r.end.saturating_sub(r.start) != len)
+    {
+        return Err(Error::from(crate::ErrorKind::InvalidArgument(format!(
+            "a scan of {len} bytes in lockstep with {} bytes of {}",
+            r.end.saturating_sub(r.start),
+            path.display()
+        ))));
+    }
     if len == 0 {
         return Ok(());
     }
-    let file = &File::open(path).map_err(io_at("open", path))?;
     let unit = unit.max(1);
     let step = unit / gcd(unit, DIRECT_ALIGN) * DIRECT_ALIGN;
-    let slab = (options.slab_bytes / step).max(1) * step;
-    let big = larger_than_cache(len);
-    let direct = match options.method {
-        ScanMethod::Buffered => None,
-        ScanMethod::Direct => sys::open_direct(path),
-    };
-    if direct.is_none() {
-        sys::advise_file(file, FileAdvice::Sequential, range.clone());
-    }
-    let reader = direct.as_ref().unwrap_or(file);
+    // No larger than the range: a small file gets small buffers.
+    let slab =
+        ((options.slab_bytes / step).max(1) * step).min(len.next_multiple_of(step as u64) as usize);
+    let big = larger_than_cache(len * sources.len() as u64);
+    let files = sources
+        .iter()
+        .map(|(path, range)| Source::open(path, range.clone(), options.method))
+        .collect::<Result<Vec<_>>>()?;
+    let files = &files;
     let slabs = len.div_ceil(slab as u64) as usize;
     let readers = options.readers.clamp(1, slabs);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
+    let (free_tx, free_rx) = mpsc::channel::<Vec<Vec<u8>>>();
     let free_rx = std::sync::Mutex::new(free_rx);
     // A slab's buffer, with room for direct reads: aligning its start costs under one
     // block, and whole blocks from the one the slab starts in cost under one more
     // (`slab` is itself whole blocks).
     let room = slab + 2 * DIRECT_ALIGN;
-    for _ in 0..readers + 2 {
-        let _ = free_tx.send(vec![0u8; room]);
+    for _ in 0..(readers + 2).min(slabs + 1) {
+        let _ = free_tx.send(vec![vec![0u8; room]; files.len()]);
     }
     let (full_tx, full_rx) = mpsc::channel::<Filled>();
     std::thread::scope(|s| {
         for _ in 0..readers {
             let (full_tx, free_rx, next, stop) = (full_tx.clone(), &free_rx, &next, &stop);
-            let range = range.clone();
-            let aligned = direct.is_some();
             s.spawn(move || loop {
                 // A buffer first, then a slab: every slab claimed has its buffer, so
                 // the one the caller waits for is never stuck behind later ones.
-                let buf = match free_rx.lock() {
+                let bufs = match free_rx.lock() {
                     Ok(rx) => rx.recv(),
                     Err(_) => return,
                 };
-                let Ok(mut buf) = buf else {
+                let Ok(mut bufs) = bufs else {
                     return;
                 };
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= slabs || stop.load(Ordering::Relaxed) {
                     return;
                 }
-                let start = range.start + (i * slab) as u64;
-                let end = (start + slab as u64).min(range.end);
-                let got = read_slab(reader, path, start..end, &mut buf, aligned);
-                if full_tx.send((i, buf, got)).is_err() {
+                let at = (i * slab) as u64;
+                let n = (len - at).min(slab as u64);
+                let got = files
+                    .iter()
+                    .zip(bufs.iter_mut())
+                    .map(|(src, buf)| src.read(at..at + n, buf))
+                    .collect();
+                if full_tx.send((i, bufs, got)).is_err() {
                     return;
                 }
             });
         }
         drop(full_tx);
-        let result = deliver(slabs, &full_rx, &free_tx, path, |i, bytes| {
+        let result = deliver(slabs, &full_rx, &free_tx, sources[0].0, |i, bytes| {
             let offset = (i * slab) as u64;
             f(offset, bytes)?;
-            if big && direct.is_none() {
-                let start = range.start + offset;
-                sys::advise_file(file, FileAdvice::DontNeed, start..start + slab as u64);
+            if big {
+                for src in files {
+                    src.done_with(offset..offset + slab as u64);
+                }
             }
             Ok(())
         });
@@ -159,21 +189,128 @@ pub fn scan(
     })
 }
 
-/// A slab read: its index, its buffer, and where in the buffer its bytes are.
-type Filled = (usize, Vec<u8>, Result<Range<usize>>);
+/// Reads bytes `offset..offset + buf.len()` of the file `path` into `buf` as a scan
+/// reads them (large positioned reads, `options.readers` at once, told sequential, the
+/// cache dropped behind past half the memory), straight into `buf`: no slab buffers.
+/// Always buffered (`buf` need not be aligned).
+pub fn read_into(path: &Path, offset: u64, buf: &mut [u8], options: &ScanOptions) -> Result<()> {
+    let file = File::open(path).map_err(io_at("open", path))?;
+    read_file_into(&file, path, offset, buf, options)
+}
+
+/// [`read_into`] from an open `file` (named `path` in errors).
+pub(crate) fn read_file_into(
+    file: &File,
+    path: &Path,
+    offset: u64,
+    buf: &mut [u8],
+    options: &ScanOptions,
+) -> Result<()> {
+    let len = buf.len() as u64;
+    if len == 0 {
+        return Ok(());
+    }
+    let range = offset..offset + len;
+    sys::advise_file(file, FileAdvice::Sequential, range.clone());
+    let big = larger_than_cache(len);
+    let slab = (options.slab_bytes / DIRECT_ALIGN).max(1) * DIRECT_ALIGN;
+    let pieces = std::sync::Mutex::new(buf.chunks_mut(slab).enumerate());
+    let failed = std::sync::Mutex::new(None);
+    let readers = options.readers.clamp(1, len.div_ceil(slab as u64) as usize);
+    std::thread::scope(|s| {
+        for _ in 0..readers {
+            s.spawn(|| loop {
+                let next = match pieces.lock() {
+                    Ok(mut it) => it.next(),
+                    Err(_) => return,
+                };
+                let Some((i, piece)) = next else {
+                    return;
+                };
+                let at = offset + (i * slab) as u64;
+                let got = sys::read_exact_at(file, piece, at).map_err(io_at("read", path));
+                if let Err(e) = got {
+                    if let Ok(mut f) = failed.lock() {
+                        f.get_or_insert(e);
+                    }
+                    return;
+                }
+                if big {
+                    sys::advise_file(file, FileAdvice::DontNeed, at..at + piece.len() as u64);
+                }
+            });
+        }
+    });
+    match failed.into_inner() {
+        Ok(Some(e)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// One file of a scan: how it is read, and from where.
+struct Source<'p> {
+    path: &'p Path,
+    /// The file as opened, for advice.
+    file: File,
+    /// The same file opened for direct reads, where asked and possible.
+    direct: Option<File>,
+    /// Where the scanned range starts.
+    start: u64,
+}
+
+impl<'p> Source<'p> {
+    fn open(path: &'p Path, range: Range<u64>, method: ScanMethod) -> Result<Source<'p>> {
+        let file = File::open(path).map_err(io_at("open", path))?;
+        let direct = match method {
+            ScanMethod::Buffered => None,
+            ScanMethod::Direct => sys::open_direct(path),
+        };
+        if direct.is_none() {
+            sys::advise_file(&file, FileAdvice::Sequential, range.clone());
+        }
+        Ok(Source {
+            path,
+            file,
+            direct,
+            start: range.start,
+        })
+    }
+
+    /// Reads bytes `range` (from the scan's start) into `buf`; gives where they are.
+    fn read(&self, range: Range<u64>, buf: &mut [u8]) -> Result<Range<usize>> {
+        let at = self.start + range.start..self.start + range.end;
+        match &self.direct {
+            Some(d) => read_slab(d, self.path, at, buf, true),
+            None => read_slab(&self.file, self.path, at, buf, false),
+        }
+    }
+
+    /// The bytes `range` (from the scan's start) will not be read again: dropped from
+    /// the cache (a buffered scan's; direct reads never filled it).
+    fn done_with(&self, range: Range<u64>) {
+        if self.direct.is_none() {
+            let at = self.start + range.start..self.start + range.end;
+            sys::advise_file(&self.file, FileAdvice::DontNeed, at);
+        }
+    }
+}
+
+/// A slab read: its index, its buffers (one per source), and where in each buffer its
+/// bytes are.
+type Filled = (usize, Vec<Vec<u8>>, Result<Vec<Range<usize>>>);
 
 /// Hands slabs `0..slabs` to `each(index, bytes)` in order as the readers finish
 /// them (early ones wait), each buffer going back to the readers after.
 fn deliver(
     slabs: usize,
     full: &mpsc::Receiver<Filled>,
-    free: &mpsc::Sender<Vec<u8>>,
+    free: &mpsc::Sender<Vec<Vec<u8>>>,
     path: &Path,
-    mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+    mut each: impl FnMut(usize, &mut [&mut [u8]]) -> Result<()>,
 ) -> Result<()> {
     let mut pending = BTreeMap::new();
     for want in 0..slabs {
-        let (buf, got) = loop {
+        let (mut buf, got) = loop {
             if let Some(ready) = pending.remove(&want) {
                 break ready;
             }
@@ -186,7 +323,9 @@ fn deliver(
             };
             pending.insert(i, (buf, got));
         };
-        each(want, &buf[got?])?;
+        let got = got?;
+        let mut slabs: Vec<&mut [u8]> = buf.iter_mut().zip(got).map(|(b, r)| &mut b[r]).collect();
+        each(want, &mut slabs)?;
         let _ = free.send(buf);
     }
     Ok(())

@@ -17,18 +17,24 @@ use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::formats::ndl;
 use crate::formats::npy::{self, Descr, NpyHeader};
 use crate::formats::png;
+use crate::formats::tiled::{self, Tiling};
 use crate::header::{Encoding, Flags, Header};
 use crate::layout::transpose_c_to_f;
 use crate::mapped::MappedNpy;
 use crate::owned::{atomic_write, open_len, read_header_at_start, RawData, WriteOptions};
 use crate::padding::Padding;
 use crate::replace::{refuse_existing, Placement};
+use crate::scan::{self, ScanOptions};
 use crate::view::shape_usize;
+use crate::writeback::WriteBehind;
 
 pub use crate::layout::Progress;
 
 /// Bytes moved between progress reports.
 const PIECE: usize = 16 << 20;
+
+/// Bytes read at once (by a scan's readers) when the data goes straight to the output.
+const STREAM_PIECE: usize = 64 << 20;
 
 /// A file format, by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -335,49 +341,76 @@ fn npy_to_ra(
         (true, Some(unit)) if !matches!(nh.descr, Descr::Struct(_)) => unit,
         _ => 1,
     };
-    let mut fill = |dst: &mut [u8]| -> Result<()> {
+    let fix = |p: &mut [u8]| {
+        codec::swap_bytes(p, swap);
+        if dtype == DType::BOOL {
+            // NumPy takes any nonzero byte as True; Julia's Bool is 0 or 1.
+            p.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+        }
+    };
+    // `out`: the output file and where `dst` starts in it, to write back behind.
+    let mut fill = |dst: &mut [u8], out: Option<(&File, u64)>| -> Result<()> {
         if dst.is_empty() {
             progress(0, 0);
             return Ok(());
         }
         if nh.fortran_order || nh.shape.len() <= 1 {
-            for (i, piece) in dst.chunks_mut(PIECE).enumerate() {
-                let off = nh.data_offset + (i * PIECE) as u64;
-                crate::sys::read_exact_at(&file, piece, off).map_err(io_at("read", input))?;
-                progress(((i * PIECE) + piece.len()) as u64, nbytes);
+            // In column-major order already: read straight into the output.
+            let mut behind = out.map(|(f, at)| (WriteBehind::new(f, at), at));
+            for (i, piece) in dst.chunks_mut(STREAM_PIECE).enumerate() {
+                let at = (i * STREAM_PIECE) as u64;
+                let options = ScanOptions::default();
+                scan::read_file_into(&file, input, nh.data_offset + at, piece, &options)?;
+                fix(piece);
+                let done = at + piece.len() as u64;
+                if let Some((b, base)) = &mut behind {
+                    b.wrote_to(*base + done);
+                }
+                progress(done, nbytes);
             }
-        } else {
-            // SAFETY: conversion inputs are read-only for the duration of the call;
-            // the README states that `ra convert` must not race a writer of its input.
-            let src = unsafe { MappedNpy::open(input) }?;
-            let itemsize = nh.descr.itemsize()? as usize;
-            transpose_c_to_f(
-                src.data_bytes(),
-                &shape_usize(&nh.shape)?,
+            return Ok(());
+        }
+        let shape = shape_usize(&nh.shape)?;
+        let itemsize = nh.descr.itemsize()? as usize;
+        if scan::larger_than_cache(nbytes) {
+            // Larger than memory: box by box, each byte read once.
+            return tiled::reorder(
+                (&file, input),
+                nh.data_offset,
+                &shape,
                 itemsize,
                 dst,
-                progress,
-            )?;
+                out.map(|(f, at)| (f, output, at)),
+                Tiling::default(),
+                &mut |p| {
+                    fix(p);
+                    Ok(())
+                },
+                &mut |done| progress(done, nbytes),
+            );
         }
-        dst.chunks_mut(PIECE).for_each(|p| {
-            codec::swap_bytes(p, swap);
-            if dtype == DType::BOOL {
-                // NumPy takes any nonzero byte as True; Julia's Bool is 0 or 1.
-                p.iter_mut().for_each(|b| *b = u8::from(*b != 0));
-            }
-        });
+        // SAFETY: conversion inputs are read-only for the duration of the call;
+        // the README states that `ra convert` must not race a writer of its input.
+        let src = unsafe { MappedNpy::open(input) }?;
+        transpose_c_to_f(src.data_bytes(), &shape, itemsize, dst, progress)?;
+        if swap > 1 || dtype == DType::BOOL {
+            dst.chunks_mut(PIECE).for_each(fix);
+        }
         Ok(())
     };
     if options.compress {
         let mut data = vec![0u8; nbytes as usize];
-        fill(&mut data)?;
+        fill(&mut data, None)?;
         let write = options.write_options().metadata(trailer);
         return write_ra(options, write, output, &header, &data);
     }
     options
         .create_options()
         .metadata(trailer)
-        .create_filled(output, dtype, &nh.shape, |out| fill(out.data_mut()))?;
+        .create_filled(output, dtype, &nh.shape, |out| {
+            let (dst, behind) = out.data_mut_with_writeback();
+            fill(dst, Some(behind.file_at()))
+        })?;
     Ok(Converted::default())
 }
 
@@ -422,7 +455,15 @@ fn ra_to_npy(
                 bools,
                 padding: Padding::of(&descr)?,
             };
-            copy_pieces((&file, input), data, how, (w, output), progress)?;
+            let file_out = *w.get_ref();
+            let at = npy_header.len() as u64;
+            copy_pieces(
+                input,
+                data,
+                how,
+                (w, output, Some((file_out, at))),
+                progress,
+            )?;
         } else {
             let mut raw = decoded(input)?;
             if let Some(pad) = Padding::of(&descr)? {
@@ -448,34 +489,42 @@ struct Pieces {
     padding: Option<Padding>,
 }
 
-/// Copies bytes `range` of `input` to `output` in pieces of [`PIECE`], as `how` says,
-/// and reports progress.
+/// Copies bytes `range` of `input` to `output`, read by a scan, as `how` says, and
+/// reports progress. With `behind`, the file `w` writes to and the offset in it of
+/// `range.start`, what is written is written back behind the copy.
 fn copy_pieces(
-    (file, input): (&File, &Path),
+    input: &Path,
     range: std::ops::Range<u64>,
     how: Pieces,
-    (w, output): (&mut impl Write, &Path),
+    (w, output, behind): (&mut impl Write, &Path, Option<(&File, u64)>),
     progress: Progress,
 ) -> Result<()> {
-    let total = range.end - range.start;
-    let mut buf = vec![0u8; PIECE.min(total as usize)];
-    let mut pos = range.start;
-    while pos < range.end {
-        let n = (range.end - pos).min(PIECE as u64) as usize;
-        crate::sys::read_exact_at(file, &mut buf[..n], pos).map_err(io_at("read", input))?;
-        let swapped = how.swap_end.saturating_sub(pos).min(n as u64) as usize;
-        codec::swap_bytes(&mut buf[..swapped], how.unit);
-        if how.bools {
-            codec::check_bools(&buf[..swapped], pos - range.start)?;
-        }
-        if let Some(pad) = &how.padding {
-            pad.zero(&mut buf[..swapped], pos - range.start);
-        }
-        w.write_all(&buf[..n]).map_err(io_at("write", output))?;
-        pos += n as u64;
-        progress(pos - range.start, total);
-    }
-    Ok(())
+    let (start, total) = (range.start, range.end - range.start);
+    let mut behind = behind.map(|(f, at)| (WriteBehind::new(f, at), at));
+    scan::scan(
+        input,
+        range,
+        how.unit,
+        &ScanOptions::default(),
+        |offset, buf| {
+            let pos = start + offset;
+            let swapped = how.swap_end.saturating_sub(pos).min(buf.len() as u64) as usize;
+            codec::swap_bytes(&mut buf[..swapped], how.unit);
+            if how.bools {
+                codec::check_bools(&buf[..swapped], offset)?;
+            }
+            if let Some(pad) = &how.padding {
+                pad.zero(&mut buf[..swapped], offset);
+            }
+            w.write_all(buf).map_err(io_at("write", output))?;
+            let done = offset + buf.len() as u64;
+            if let Some((b, at)) = &mut behind {
+                b.wrote_to(*at + done);
+            }
+            progress(done, total);
+            Ok(())
+        },
+    )
 }
 
 /// Removes a file when dropped.
@@ -644,7 +693,7 @@ fn ra_to_ra(
             // One LZ4 block: the data is read whole (with progress), then encoded.
             let mut data = Vec::with_capacity(h.size() as usize);
             let range = h.data_offset()..h.data_end(len);
-            copy_pieces((&file, input), range, how, (&mut data, output), progress)?;
+            copy_pieces(input, range, how, (&mut data, output, None), progress)?;
             drop(file);
             let write = options.write_options().metadata(trailer);
             return write_ra(options, write, output, &native, &data);
@@ -658,15 +707,12 @@ fn ra_to_ra(
         // `move`: the input is closed before the output takes its name (they may be one
         // file, and Windows cannot replace a file that is open).
         atomic_write(output, options.placement(), end, move |w| {
-            w.write_all(&native.encode())
-                .map_err(io_at("write", output))?;
-            copy_pieces(
-                (&file, input),
-                h.data_offset()..end,
-                how,
-                (w, output),
-                progress,
-            )
+            let head = native.encode();
+            w.write_all(&head).map_err(io_at("write", output))?;
+            drop(file);
+            let file_out = *w.get_ref();
+            let at = Some((file_out, head.len() as u64));
+            copy_pieces(input, h.data_offset()..end, how, (w, output, at), progress)
         })?;
         return Ok(Converted::default());
     }

@@ -17,5 +17,6 @@ pub mod npy;
 pub mod npz;
 pub mod png;
 pub mod sniff;
+mod tiled;
 #[cfg(feature = "zarr")]
 pub mod zarr;

@@ -25,7 +25,9 @@ impl Source for (&File, &Path) {
         Ok(self.0.metadata().map_err(io_at("stat", self.1))?.len())
     }
     fn read(&self, at: u64, buf: &mut [u8]) -> Result<()> {
-        crate::sys::read_exact_at(self.0, buf, at).map_err(io_at("read", self.1))
+        // Each part in large reads on several threads, as every whole-file pass reads.
+        let options = crate::scan::ScanOptions::default();
+        crate::scan::read_file_into(self.0, self.1, at, buf, &options)
     }
 }
 

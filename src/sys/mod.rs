@@ -20,6 +20,7 @@
 //! | [`advise_file`] a read | `posix_fadvise` | nothing | nothing |
 //! | [`open_direct`]: reads around the page cache | `O_DIRECT` | none (buffered) | none (buffered) |
 //! | [`physical_memory`] | `sysinfo` | unknown | unknown |
+//! | [`write_back`] dirty pages behind a large write | `sync_file_range` | nothing | nothing (the lazy writer paces them) |
 //!
 //! Windows refuses to shrink, replace or delete a file that has a live mapping, in this
 //! process or another (`ERROR_USER_MAPPED_FILE`, 1224); every call here that can meet
@@ -49,8 +50,19 @@ pub enum Advice {
 pub(crate) enum FileAdvice {
     /// Front to back: read ahead more.
     Sequential,
+    /// Scattered: read ahead nothing (each read brings only what it asks for).
+    Random,
     /// Done with: its cached pages may go.
     DontNeed,
+}
+
+/// What [`write_back`] does with a range's dirty pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteBack {
+    /// Queue them for writing and return.
+    Start,
+    /// Queue them and wait until they, and any queued before, are written.
+    Finish,
 }
 
 /// The alignment of offsets, lengths and buffers for a file from [`open_direct`].

@@ -12,7 +12,7 @@ use memmap2::Mmap;
 use rustix::fs::FallocateFlags;
 use rustix::io::Errno;
 
-use super::{Advice, FileAdvice};
+use super::{Advice, FileAdvice, WriteBack};
 
 /// Reads up to `buf.len()` bytes at `offset`, without moving the file's cursor.
 pub(crate) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -219,6 +219,7 @@ pub(crate) fn advise_file(file: &File, advice: FileAdvice, range: Range<u64>) {
     use rustix::fs::Advice as A;
     let advice = match advice {
         FileAdvice::Sequential => A::Sequential,
+        FileAdvice::Random => A::Random,
         FileAdvice::DontNeed => A::DontNeed,
     };
     let len = std::num::NonZeroU64::new(range.end.saturating_sub(range.start));
@@ -227,6 +228,33 @@ pub(crate) fn advise_file(file: &File, advice: FileAdvice, range: Range<u64>) {
 
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn advise_file(_file: &File, _advice: FileAdvice, _range: Range<u64>) {}
+
+/// Writes back the dirty pages of `range` of `file` (`sync_file_range` on Linux;
+/// nothing elsewhere): [`WriteBack::Start`] queues them and returns, [`WriteBack::Finish`]
+/// also waits until they are on the disk. Not a sync (no metadata, no cache flush): it
+/// keeps a large write's dirty pages few. Errors are ignored (a later sync reports them).
+#[cfg(target_os = "linux")]
+pub(crate) fn write_back(file: &File, range: Range<u64>, how: WriteBack) {
+    use std::os::fd::AsRawFd;
+    let flags = match how {
+        WriteBack::Start => libc::SYNC_FILE_RANGE_WRITE,
+        WriteBack::Finish => {
+            libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                | libc::SYNC_FILE_RANGE_WRITE
+                | libc::SYNC_FILE_RANGE_WAIT_AFTER
+        }
+    };
+    let len = range.end.saturating_sub(range.start);
+    let (Ok(offset), Ok(len)) = (i64::try_from(range.start), i64::try_from(len)) else {
+        return;
+    };
+    // SAFETY: sync_file_range takes no pointers; the descriptor is borrowed from `file`,
+    // open for the whole call.
+    let _ = unsafe { libc::sync_file_range(file.as_raw_fd(), offset, len, flags) };
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn write_back(_file: &File, _range: Range<u64>, _how: WriteBack) {}
 
 /// The machine's physical memory in bytes, where the platform tells it cheaply
 /// (`sysinfo` on Linux).

@@ -28,7 +28,7 @@ use windows_sys::Win32::Storage::FileSystem::{
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
 
-use super::{Advice, FileAdvice};
+use super::{Advice, FileAdvice, WriteBack};
 
 /// Reads up to `buf.len()` bytes at `offset` (the file's cursor moves; rastore never
 /// reads a file through its cursor).
@@ -236,6 +236,9 @@ pub(crate) fn open_direct(_path: &Path) -> Option<File> {
 
 /// No file advice on Windows (its cache manager detects sequential reads itself).
 pub(crate) fn advise_file(_file: &File, _advice: FileAdvice, _range: Range<u64>) {}
+
+/// No write-behind on Windows: its cache manager's lazy writer paces dirty pages itself.
+pub(crate) fn write_back(_file: &File, _range: Range<u64>, _how: WriteBack) {}
 
 /// Not asked on Windows: scans there read through the cache.
 pub(crate) fn physical_memory() -> Option<u64> {

@@ -2,7 +2,7 @@
 //! every method, with bounded buffers; errors end it without a hang.
 
 use proptest::prelude::*;
-use rastore::scan::{scan, ScanMethod, ScanOptions};
+use rastore::scan::{read_into, scan, scan_many, ScanMethod, ScanOptions};
 
 use crate::common::{noise, tmp};
 
@@ -44,6 +44,81 @@ proptest! {
             prop_assert!(whole.iter().all(|n| n % unit == 0 && n % 4096 == 0), "{:?}", slabs);
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Two files in lockstep: each call gets the same offset of both, in order.
+    #[test]
+    fn a_lockstep_scan_gives_both_ranges_slab_for_slab(
+        len in 0usize..200_000,
+        lead_a in 0usize..5000,
+        lead_b in 0usize..5000,
+        unit in 1usize..20,
+        slab in 1usize..50_000,
+        readers in 1usize..4,
+        m in 0u8..2,
+    ) {
+        let d = tmp();
+        let (pa, pb) = (d.path().join("a.bin"), d.path().join("b.bin"));
+        let (a, b) = (noise(lead_a + len, 5), noise(lead_b + len, 6));
+        std::fs::write(&pa, &a).unwrap();
+        std::fs::write(&pb, &b).unwrap();
+        let options = ScanOptions { method: method(m), slab_bytes: slab, readers };
+        let (mut got_a, mut got_b) = (Vec::new(), Vec::new());
+        let sources = [
+            (pa.as_path(), lead_a as u64..(lead_a + len) as u64),
+            (pb.as_path(), lead_b as u64..(lead_b + len) as u64),
+        ];
+        scan_many(&sources, unit, &options, |offset, slabs| {
+            assert_eq!(offset as usize, got_a.len());
+            assert_eq!(slabs[0].len(), slabs[1].len());
+            got_a.extend_from_slice(slabs[0]);
+            got_b.extend_from_slice(slabs[1]);
+            Ok(())
+        })
+        .unwrap();
+        prop_assert_eq!(&got_a[..], &a[lead_a..]);
+        prop_assert_eq!(&got_b[..], &b[lead_b..]);
+    }
+
+    /// Straight into the caller's buffer: exactly the bytes at the offset.
+    #[test]
+    fn read_into_fills_the_buffer_with_the_range(
+        len in 0usize..300_000,
+        at in 0usize..9000,
+        slab in 1usize..70_000,
+        readers in 1usize..5,
+    ) {
+        let d = tmp();
+        let path = d.path().join("f.bin");
+        let bytes = noise(at + len, 9);
+        std::fs::write(&path, &bytes).unwrap();
+        let options = ScanOptions { method: ScanMethod::Buffered, slab_bytes: slab, readers };
+        let mut buf = vec![0u8; len];
+        read_into(&path, at as u64, &mut buf, &options).unwrap();
+        prop_assert_eq!(&buf[..], &bytes[at..]);
+    }
+}
+
+#[test]
+fn scans_refuse_what_is_not_there() {
+    let d = tmp();
+    let (pa, pb) = (d.path().join("a.bin"), d.path().join("b.bin"));
+    std::fs::write(&pa, noise(10_000, 1)).unwrap();
+    std::fs::write(&pb, noise(10_000, 2)).unwrap();
+    let options = ScanOptions::default();
+    // Ranges of two lengths cannot go in lockstep: refused before any read.
+    let e = scan_many(&[(&pa, 0..100), (&pb, 0..99)], 1, &options, |_, _| {
+        panic!("no slab for ranges of two lengths")
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("b.bin"), "{e}");
+    // A read past the end of the file is an error naming it.
+    let mut buf = vec![0u8; 20_000];
+    let e = read_into(&pa, 0, &mut buf, &options).unwrap_err();
+    assert!(e.to_string().contains("a.bin"), "{e}");
 }
 
 #[test]

@@ -333,3 +333,28 @@ fn ra_create_makes_a_preallocated_zeroed_file() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn a_fill_written_behind_by_its_threads_reads_back_whole() {
+    use rayon::prelude::*;
+    let dir = tmp();
+    let p = dir.path().join("behind.ra");
+    let dims = [1000u64, 3, 700];
+    // SAFETY: a fresh private file.
+    let mut m = unsafe { MappedRaMut::create(&p, DType::U32, &dims) }.unwrap();
+    let (data, behind) = m.data_mut_with_writeback();
+    // Pieces not page-aligned, finished from the pool's threads as each is filled.
+    let piece = 4 * 12_345;
+    data.par_chunks_mut(piece).enumerate().for_each(|(k, c)| {
+        for (i, x) in c.chunks_exact_mut(4).enumerate() {
+            x.copy_from_slice(&((k * piece / 4 + i) as u32).to_ne_bytes());
+        }
+        behind.finished(k * piece..k * piece + c.len());
+    });
+    m.flush().unwrap();
+    drop(m);
+    let got: ArrayD<u32> = rastore::read(&p).unwrap();
+    let want: Vec<u32> = (0..2_100_000u32).collect();
+    assert_eq!(got.shape(), &[1000, 3, 700]);
+    assert_eq!(got.t().iter().copied().collect::<Vec<_>>(), want);
+}

@@ -456,12 +456,20 @@ pub fn verify(a: &FilesArg) -> Outcome {
             let i = Input::open(p)?;
             let bools = i.dtype == DType::BOOL;
             let w = i.dtype.elbyte.max(1);
-            i.scan(|offset, slab| {
+            let bar = progress_bar(i.bytes().len() as u64);
+            let read = i.scan(|offset, slab| {
                 if bools {
                     rastore::codec::check_bools(slab, offset / w).map_err(|e| e.at(p))?;
                 }
+                if let Some(b) = &bar {
+                    b.set_position(offset + slab.len() as u64);
+                }
                 Ok(())
-            })?;
+            });
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            read?;
             (i.dtype, i.dims.clone(), i.bytes().len())
         };
         writeln!(

@@ -192,13 +192,11 @@ pub fn diff_elements(
     let dtype: DType = a.dtype;
     let w = (dtype.elbyte as usize).max(1);
     let d = if a.is_fortran() && b.is_fortran() {
-        // Both in column-major order: compare the bytes piece by piece, in parallel.
-        let (xa, xb) = (a.bytes(), b.bytes());
-        let piece = (PIECE / w).max(1) * w;
+        // Both in column-major order: compare the bytes slab by slab, in parallel.
         let task = (DIFF_TASK / w).max(1) * w;
         let mut total = Differences::default();
-        for (k, (pa, pb)) in xa.chunks(piece).zip(xb.chunks(piece)).enumerate() {
-            let first = (k * piece / w) as u64;
+        let mut compare = |at: u64, pa: &[u8], pb: &[u8]| {
+            let first = at / w as u64;
             let part = pa
                 .par_chunks(task)
                 .zip(pb.par_chunks(task))
@@ -215,8 +213,25 @@ pub fn diff_elements(
                     d
                 })
                 .reduce(Differences::default, Differences::then);
-            total = total.then(part);
-            done((k * piece + pa.len()) as u64);
+            total = std::mem::take(&mut total).then(part);
+            done(at + pa.len() as u64);
+        };
+        match (a.source(), b.source()) {
+            // Two files: read in lockstep by a scan, large reads ahead of the comparison.
+            (Some(sa), Some(sb)) => {
+                let options = rastore::scan::ScanOptions::default();
+                rastore::scan::scan_many(&[sa, sb], w, &options, |at, slabs| {
+                    compare(at, slabs[0], slabs[1]);
+                    Ok(())
+                })?;
+            }
+            _ => {
+                let (xa, xb) = (a.bytes(), b.bytes());
+                let piece = (PIECE / w).max(1) * w;
+                for (k, (pa, pb)) in xa.chunks(piece).zip(xb.chunks(piece)).enumerate() {
+                    compare((k * piece) as u64, pa, pb);
+                }
+            }
         }
         total
     } else {

@@ -124,11 +124,54 @@ pub fn load(path: &Path) -> rastore::Result<(DType, Vec<u64>, Vec<u8>)> {
     Ok((input.dtype, input.dims, bytes))
 }
 
+/// An input of a stack: a PNG decoded, anything else opened (mapped where it can be).
+enum Layer {
+    Png(DType, Vec<u64>, Vec<u8>),
+    File(Box<Input>),
+}
+
+impl Layer {
+    fn open(path: &Path) -> rastore::Result<Layer> {
+        if Format::of(path).ok() == Some(Format::Png) {
+            let (t, d, bytes) = load(path)?;
+            return Ok(Layer::Png(t, d, bytes));
+        }
+        Input::open(path).map(|i| Layer::File(Box::new(i)))
+    }
+
+    fn kind(&self) -> (DType, &[u64]) {
+        match self {
+            Layer::Png(t, d, _) => (*t, d),
+            Layer::File(i) => (i.dtype, &i.dims),
+        }
+    }
+
+    /// Puts the column-major bytes into `dst`: a plain file in column-major order read
+    /// straight into it in large reads (no copy in memory), anything else decoded.
+    fn place(&self, dst: &mut [u8]) -> rastore::Result<()> {
+        match self {
+            Layer::Png(_, _, bytes) => dst.copy_from_slice(bytes),
+            Layer::File(input) => match input.source() {
+                Some((file, range)) if input.is_fortran() => {
+                    let options = rastore::scan::ScanOptions::default();
+                    rastore::scan::read_into(file, range.start, dst, &options)?;
+                }
+                _ => dst.copy_from_slice(&input.fortran_bytes()),
+            },
+        }
+        Ok(())
+    }
+}
+
 pub fn stack(a: &StackArgs) -> Outcome {
-    let (dtype, dims, first) = load(&a.inputs[0])?;
+    let (dtype, dims) = {
+        let first = Layer::open(&a.inputs[0])?;
+        let (t, d) = first.kind();
+        (t, d.to_vec())
+    };
+    let slab = (dims.iter().product::<u64>() * dtype.elbyte) as usize;
     let mut out_dims = dims.clone();
     out_dims.push(a.inputs.len() as u64);
-    let slab = first.len();
     let trailer = if dtype.kind() == Kind::User {
         fields_trailer(&Input::open(&a.inputs[0])?, &a.inputs[0], &out_dims)?
     } else {
@@ -141,7 +184,7 @@ pub fn stack(a: &StackArgs) -> Outcome {
         .overwrite(a.overwrite)
         .metadata(trailer)
         .create_filled(&a.output, dtype, &out_dims, |out| {
-            let data = out.data_mut();
+            let (data, behind) = out.data_mut_with_writeback();
             if slab == 0 {
                 return Ok(());
             }
@@ -149,15 +192,24 @@ pub fn stack(a: &StackArgs) -> Outcome {
                 .zip(a.inputs.par_iter())
                 .enumerate()
                 .for_each(|(i, (dst, path))| {
-                    let done = match load(path) {
-                        Ok((t, d, bytes)) if t == dtype && d == dims => {
-                            dst.copy_from_slice(&bytes);
+                    let placed = Layer::open(path).and_then(|layer| {
+                        let (t, d) = layer.kind();
+                        if t != dtype || d != dims {
+                            return Ok(Err((t, d.to_vec())));
+                        }
+                        layer.place(dst).map(Ok)
+                    });
+                    let done = match placed {
+                        Ok(Ok(())) => {
+                            // Written behind as each input lands: a stack larger than
+                            // memory never piles up its dirty pages.
+                            behind.finished(i * slab..(i + 1) * slab);
                             if let Some(b) = &bar {
                                 b.inc(slab as u64);
                             }
                             return;
                         }
-                        Ok((t, d, _)) => Fail::Data(format!(
+                        Ok(Err((t, d))) => Fail::Data(format!(
                             "{}: {t} {d:?} differs from {}: {dtype} {dims:?}",
                             term::path(path),
                             term::path(&a.inputs[0])

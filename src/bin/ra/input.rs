@@ -158,6 +158,17 @@ impl Input {
         }
     }
 
+    /// Where a mapped file's element bytes are: its path and their byte range (`None`
+    /// for bytes held in memory).
+    pub fn source(&self) -> Option<(&Path, std::ops::Range<u64>)> {
+        let (path, offset) = match &self.bytes {
+            Bytes::Ra(m) => (m.path(), m.header().data_offset()),
+            Bytes::Npy(m) => (m.path(), m.header().data_offset),
+            Bytes::Owned(_) => return None,
+        };
+        Some((path, offset..offset + self.bytes().len() as u64))
+    }
+
     /// All element bytes in the file's element order, in slabs, `f(offset, slab)` for
     /// each in order: a mapped file is read by [`rastore::scan`] (large reads ahead of
     /// `f`, bounded memory, the page cache spared for files larger than memory), held
@@ -166,15 +177,12 @@ impl Input {
         &self,
         mut f: impl FnMut(u64, &[u8]) -> rastore::Result<()>,
     ) -> rastore::Result<()> {
-        let (path, offset) = match &self.bytes {
-            Bytes::Ra(m) => (m.path(), m.header().data_offset()),
-            Bytes::Npy(m) => (m.path(), m.header().data_offset),
-            Bytes::Owned(v) => return f(0, v),
+        let Some((path, range)) = self.source() else {
+            return f(0, self.bytes());
         };
-        let len = self.bytes().len() as u64;
         let unit = self.dtype.elbyte.max(1) as usize;
         let options = rastore::scan::ScanOptions::default();
-        rastore::scan::scan(path, offset..offset + len, unit, &options, f)
+        rastore::scan::scan(path, range, unit, &options, |at, slab| f(at, slab))
     }
 
     /// The metadata trailer of a `.ra` file (`None` for a `.npy`, which has none, and

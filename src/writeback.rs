@@ -1,0 +1,85 @@
+//! Write-behind: keeping a large write's dirty pages few.
+//!
+//! A writer that only writes lets the kernel pile up dirty pages until its dirty limit
+//! (a fifth of free memory by default, gigabytes here), then stalls it while they all
+//! go out at once. A writer of more than memory meets that limit again and again. The
+//! cure is the old one: start writing each window back as soon as it is complete, and
+//! wait for the window before it, so at most two windows are dirty or in flight; a
+//! sequential writer also drops what it waited for from the cache, which it will not
+//! read again. Where the platform has no such call ([`crate::sys::write_back`]) this is
+//! nothing and the kernel paces the writer.
+
+use std::fs::File;
+use std::ops::Range;
+
+use crate::sys::{self, FileAdvice, WriteBack};
+
+/// Bytes per write-behind window.
+pub(crate) const WINDOW: u64 = 64 << 20;
+
+/// Write-behind for one file written front to back.
+pub(crate) struct WriteBehind<'a> {
+    file: &'a File,
+    /// Write-back started below this offset ...
+    started: u64,
+    /// ... and finished (and the pages dropped) below this one.
+    finished: u64,
+}
+
+impl<'a> WriteBehind<'a> {
+    /// Write-behind of `file`, whose writes start at `from`.
+    pub(crate) fn new(file: &'a File, from: u64) -> Self {
+        WriteBehind {
+            file,
+            started: from,
+            finished: from,
+        }
+    }
+
+    /// Every byte before `to` is written: starts writing back each whole window since
+    /// the last call, and finishes (and drops) the windows before the latest.
+    pub(crate) fn wrote_to(&mut self, to: u64) {
+        if to < self.started + WINDOW {
+            return;
+        }
+        sys::write_back(self.file, self.started..to, WriteBack::Start);
+        self.started = to;
+        let behind = to - WINDOW;
+        if behind > self.finished {
+            sys::write_back(self.file, self.finished..behind, WriteBack::Finish);
+            sys::advise_file(self.file, FileAdvice::DontNeed, self.finished..behind);
+            self.finished = behind;
+        }
+    }
+}
+
+/// Writes back, behind a writer, the parts of a mapping it has finished: from
+/// [`MappedRaMut::data_mut_with_writeback`](crate::MappedRaMut::data_mut_with_writeback),
+/// shared by the threads that fill the mapping. [`finished`](Self::finished) queues a
+/// part for the disk at once (`sync_file_range` on Linux, nothing elsewhere), so the
+/// kernel does not pile up the dirty pages of a fill larger than memory and then stall
+/// it while it writes them all. It is not a sync: [`MappedRaMut::flush`](crate::MappedRaMut::flush)
+/// still makes the fill durable.
+#[derive(Debug, Clone, Copy)]
+pub struct Writeback<'a> {
+    file: &'a File,
+    /// Where the mapped data starts in the file.
+    offset: u64,
+}
+
+impl<'a> Writeback<'a> {
+    pub(crate) fn new(file: &'a File, offset: u64) -> Self {
+        Writeback { file, offset }
+    }
+
+    /// Bytes `range` of the mapped data are finished: queue them for writing.
+    pub fn finished(&self, range: Range<usize>) {
+        let at = self.offset + range.start as u64..self.offset + range.end as u64;
+        sys::write_back(self.file, at, WriteBack::Start);
+    }
+
+    /// The file and where the mapped data starts in it.
+    pub(crate) fn file_at(&self) -> (&'a File, u64) {
+        (self.file, self.offset)
+    }
+}
