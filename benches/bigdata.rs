@@ -411,6 +411,21 @@ fn value(i: usize) -> f32 {
     (i % 251) as f32
 }
 
+/// Fills a mapping (a whole file or a slab) with `par_fill_slabs`, then flushes it.
+fn fill_slabs(m: &mut MappedRaMut) {
+    m.par_fill_slabs(|range, mut slab: ndarray::ArrayViewMutD<'_, f32>| {
+        let per = slab.len() / range.len().max(1);
+        let first = range.start * per;
+        if let Some(s) = slab.as_slice_memory_order_mut() {
+            s.iter_mut()
+                .enumerate()
+                .for_each(|(i, x)| *x = value(first + i));
+        }
+    })
+    .expect("fill");
+    m.flush().expect("flush");
+}
+
 fn fills(b: &Bench, gib: u64) {
     let dims = [1024, 1024, gib * 256];
     let len = gib << 30;
@@ -439,17 +454,7 @@ fn fills(b: &Bench, gib: u64) {
                 // SAFETY: the file is new and this process alone writes it.
                 let mut m =
                     unsafe { MappedRaMut::create(&out_, DType::F32, &dims) }.expect("create");
-                m.par_fill_slabs(|range, mut slab: ndarray::ArrayViewMutD<'_, f32>| {
-                    let per = slab.len() / range.len().max(1);
-                    let first = range.start * per;
-                    if let Some(s) = slab.as_slice_memory_order_mut() {
-                        s.iter_mut()
-                            .enumerate()
-                            .for_each(|(i, x)| *x = value(first + i));
-                    }
-                })
-                .expect("fill");
-                m.flush().expect("flush");
+                fill_slabs(&mut m);
             }),
             remove(&out),
         ));
@@ -487,17 +492,7 @@ fn fills(b: &Bench, gib: u64) {
                             // SAFETY: each worker maps a disjoint slab; nothing else writes.
                             let mut m =
                                 unsafe { MappedRaMut::open_slab(out, range) }.expect("open_slab");
-                            m.par_fill_slabs(|r, mut slab: ndarray::ArrayViewMutD<'_, f32>| {
-                                let per = slab.len() / r.len().max(1);
-                                let first = r.start * per;
-                                if let Some(s) = slab.as_slice_memory_order_mut() {
-                                    s.iter_mut()
-                                        .enumerate()
-                                        .for_each(|(i, x)| *x = value(first + i));
-                                }
-                            })
-                            .expect("fill");
-                            m.flush().expect("flush");
+                            fill_slabs(&mut m);
                         });
                     }
                 });
@@ -524,70 +519,39 @@ fn conversions(b: &Bench, gib: u64) {
     let s = |x: &str| x.to_string();
     make_npy(Path::new(&c_npy), &shape, false);
     let copy = b.at("copy");
-    let cases: Cases = vec![
-        (
-            "cp (floor)".into(),
-            cmd(vec![s("cp"), c_npy.clone(), copy.clone()]),
-            remove(Path::new(&copy)),
-        ),
-        (
-            "ra convert C-order .npy -> .ra".into(),
-            cmd(vec![
-                b.ra.clone(),
-                s("convert"),
-                c_npy.clone(),
-                ra_out.clone(),
-            ]),
-            remove(Path::new(&ra_out)),
-        ),
-    ];
-    b.report(&format!("conversions of {gib} GiB, C order"), len, &cases);
-    let _ = std::fs::remove_file(&c_npy);
+    // One stage: `cp` of `input` (the floor), then `ra convert input output`.
+    let stage = |title: &str, name: &str, input: &String, output: &String| {
+        let cases: Cases = vec![
+            (
+                "cp (floor)".into(),
+                cmd(vec![s("cp"), input.clone(), copy.clone()]),
+                remove(Path::new(&copy)),
+            ),
+            (
+                name.into(),
+                cmd(vec![
+                    b.ra.clone(),
+                    s("convert"),
+                    input.clone(),
+                    output.clone(),
+                ]),
+                remove(Path::new(output)),
+            ),
+        ];
+        b.report(&format!("conversions of {gib} GiB, {title}"), len, &cases);
+        let _ = std::fs::remove_file(input);
+    };
+    stage("C order", "ra convert C-order .npy -> .ra", &c_npy, &ra_out);
     // Each stage's input made untimed, alone on the disk with its output.
     make(Path::new(&ra_out), gib);
-    let cases: Cases = vec![
-        (
-            "cp (floor)".into(),
-            cmd(vec![s("cp"), ra_out.clone(), copy.clone()]),
-            remove(Path::new(&copy)),
-        ),
-        (
-            "ra convert .ra -> .npy".into(),
-            cmd(vec![
-                b.ra.clone(),
-                s("convert"),
-                ra_out.clone(),
-                f_npy.clone(),
-            ]),
-            remove(Path::new(&f_npy)),
-        ),
-    ];
-    b.report(&format!("conversions of {gib} GiB, to .npy"), len, &cases);
-    let _ = std::fs::remove_file(&ra_out);
+    stage("to .npy", "ra convert .ra -> .npy", &ra_out, &f_npy);
     make_npy(Path::new(&f_npy), &shape, true);
-    let cases: Cases = vec![
-        (
-            "cp (floor)".into(),
-            cmd(vec![s("cp"), f_npy.clone(), copy.clone()]),
-            remove(Path::new(&copy)),
-        ),
-        (
-            "ra convert Fortran-order .npy -> .ra".into(),
-            cmd(vec![
-                b.ra.clone(),
-                s("convert"),
-                f_npy.clone(),
-                ra_back.clone(),
-            ]),
-            remove(Path::new(&ra_back)),
-        ),
-    ];
-    b.report(
-        &format!("conversions of {gib} GiB, Fortran order"),
-        len,
-        &cases,
+    stage(
+        "Fortran order",
+        "ra convert Fortran-order .npy -> .ra",
+        &f_npy,
+        &ra_back,
     );
-    let _ = std::fs::remove_file(&f_npy);
     // ra stack of 256 MiB frames against cat of them.
     let inputs: Vec<String> = (0..gib * 4)
         .map(|i| b.at(&format!("frame{i:04}.ra")))
