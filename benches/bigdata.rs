@@ -136,8 +136,8 @@ struct Case {
     wait: f64,
 }
 
-/// Runs `body` `runs` times (cold: after dropping the cache), with `before` and
-/// `after` around each run, untimed (making inputs, removing outputs).
+/// Runs `body` `runs` times (cold: after dropping the cache), `tidy` after each run,
+/// untimed (removing its output).
 fn run(name: &str, runs: usize, cold: bool, body: &dyn Fn(), tidy: &dyn Fn()) -> Case {
     let mut times = Vec::new();
     let peak = AtomicU64::new(0);

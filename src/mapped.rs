@@ -364,7 +364,7 @@ impl MappedRaMut {
         crate::fill::par_fill_slabs(view, first, |range, slab| {
             let bytes = (range.start - first) * per_index..(range.end - first) * per_index;
             f(range, slab);
-            // Queued as soon as filled: dirty pages stay few however large the file.
+            // Queued as soon as filled, not when the kernel reaches its dirty limit.
             behind.finished(bytes);
         });
         Ok(())

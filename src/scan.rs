@@ -210,34 +210,48 @@ pub(crate) fn read_file_into(
     if len == 0 {
         return Ok(());
     }
-    let range = offset..offset + len;
-    sys::advise_file(file, FileAdvice::Sequential, range.clone());
+    sys::advise_file(file, FileAdvice::Sequential, offset..offset + len);
     let big = larger_than_cache(len);
     let slab = (options.slab_bytes / DIRECT_ALIGN).max(1) * DIRECT_ALIGN;
-    let pieces = std::sync::Mutex::new(buf.chunks_mut(slab).enumerate());
-    let failed = std::sync::Mutex::new(None);
     let readers = options.readers.clamp(1, len.div_ceil(slab as u64) as usize);
+    let pieces = buf.chunks_mut(slab).enumerate();
+    let pieces = pieces.map(|(i, piece)| (piece, offset + (i * slab) as u64));
+    read_pieces(file, path, pieces, readers, |at, n| {
+        if big {
+            sys::advise_file(file, FileAdvice::DontNeed, at..at + n as u64);
+        }
+    })
+}
+
+/// Positioned reads of `pieces` (each a buffer and the offset of `file` it is read
+/// from) on `readers` threads, `then(offset, len)` after each piece is read. A reader
+/// that meets an error stops; the first error is the result.
+pub(crate) fn read_pieces<'b>(
+    file: &File,
+    path: &Path,
+    pieces: impl Iterator<Item = (&'b mut [u8], u64)> + Send,
+    readers: usize,
+    then: impl Fn(u64, usize) + Sync,
+) -> Result<()> {
+    let pieces = std::sync::Mutex::new(pieces);
+    let failed = std::sync::Mutex::new(None);
     std::thread::scope(|s| {
-        for _ in 0..readers {
+        for _ in 0..readers.max(1) {
             s.spawn(|| loop {
                 let next = match pieces.lock() {
                     Ok(mut it) => it.next(),
                     Err(_) => return,
                 };
-                let Some((i, piece)) = next else {
+                let Some((piece, at)) = next else {
                     return;
                 };
-                let at = offset + (i * slab) as u64;
-                let got = sys::read_exact_at(file, piece, at).map_err(io_at("read", path));
-                if let Err(e) = got {
+                if let Err(e) = sys::read_exact_at(file, piece, at).map_err(io_at("read", path)) {
                     if let Ok(mut f) = failed.lock() {
                         f.get_or_insert(e);
                     }
                     return;
                 }
-                if big {
-                    sys::advise_file(file, FileAdvice::DontNeed, at..at + piece.len() as u64);
-                }
+                then(at, piece.len());
             });
         }
     });

@@ -17,7 +17,7 @@ use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::formats::ndl;
 use crate::formats::npy::{self, Descr, NpyHeader};
 use crate::formats::png;
-use crate::formats::tiled::{self, Tiling};
+use crate::formats::tiled::{self, Output, Tiling};
 use crate::header::{Encoding, Flags, Header};
 use crate::layout::transpose_c_to_f;
 use crate::mapped::MappedNpy;
@@ -29,9 +29,6 @@ use crate::view::shape_usize;
 use crate::writeback::WriteBehind;
 
 pub use crate::layout::Progress;
-
-/// Bytes moved between progress reports.
-const PIECE: usize = 16 << 20;
 
 /// Bytes read at once (by a scan's readers) when the data goes straight to the output.
 const STREAM_PIECE: usize = 64 << 20;
@@ -356,15 +353,15 @@ fn npy_to_ra(
         }
         if nh.fortran_order || nh.shape.len() <= 1 {
             // In column-major order already: read straight into the output.
-            let mut behind = out.map(|(f, at)| (WriteBehind::new(f, at), at));
+            let mut behind = out.map(|(f, at)| WriteBehind::new(f, at));
+            let options = ScanOptions::default();
             for (i, piece) in dst.chunks_mut(STREAM_PIECE).enumerate() {
                 let at = (i * STREAM_PIECE) as u64;
-                let options = ScanOptions::default();
                 scan::read_file_into(&file, input, nh.data_offset + at, piece, &options)?;
                 fix(piece);
                 let done = at + piece.len() as u64;
-                if let Some((b, base)) = &mut behind {
-                    b.wrote_to(*base + done);
+                if let Some(b) = &mut behind {
+                    b.wrote(done);
                 }
                 progress(done, nbytes);
             }
@@ -374,13 +371,20 @@ fn npy_to_ra(
         let itemsize = nh.descr.itemsize()? as usize;
         if scan::larger_than_cache(nbytes) {
             // Larger than memory: box by box, each byte read once.
+            let into = match out {
+                Some((file, offset)) => Output::File {
+                    file,
+                    path: output,
+                    offset,
+                },
+                None => Output::Memory(dst),
+            };
             return tiled::reorder(
                 (&file, input),
                 nh.data_offset,
                 &shape,
                 itemsize,
-                dst,
-                out.map(|(f, at)| (f, output, at)),
+                into,
                 Tiling::default(),
                 &mut |p| {
                     fix(p);
@@ -394,7 +398,7 @@ fn npy_to_ra(
         let src = unsafe { MappedNpy::open(input) }?;
         transpose_c_to_f(src.data_bytes(), &shape, itemsize, dst, progress)?;
         if swap > 1 || dtype == DType::BOOL {
-            dst.chunks_mut(PIECE).for_each(fix);
+            fix(dst);
         }
         Ok(())
     };
@@ -500,7 +504,7 @@ fn copy_pieces(
     progress: Progress,
 ) -> Result<()> {
     let (start, total) = (range.start, range.end - range.start);
-    let mut behind = behind.map(|(f, at)| (WriteBehind::new(f, at), at));
+    let mut behind = behind.map(|(f, at)| WriteBehind::new(f, at));
     scan::scan(
         input,
         range,
@@ -518,8 +522,8 @@ fn copy_pieces(
             }
             w.write_all(buf).map_err(io_at("write", output))?;
             let done = offset + buf.len() as u64;
-            if let Some((b, at)) = &mut behind {
-                b.wrote_to(*at + done);
+            if let Some(b) = &mut behind {
+                b.wrote(done);
             }
             progress(done, total);
             Ok(())

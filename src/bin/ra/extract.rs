@@ -201,8 +201,8 @@ pub fn stack(a: &StackArgs) -> Outcome {
                     });
                     let done = match placed {
                         Ok(Ok(())) => {
-                            // Written behind as each input lands: a stack larger than
-                            // memory never piles up its dirty pages.
+                            // Queued for the disk as each input lands, not when the
+                            // kernel reaches its dirty limit.
                             behind.finished(i * slab..(i + 1) * slab);
                             if let Some(b) = &bar {
                                 b.inc(slab as u64);
