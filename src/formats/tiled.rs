@@ -7,8 +7,9 @@
 //! as the runs it is contiguous in along the source's trailing axes (positioned reads
 //! on several threads, the next box read while this one is placed), reordered in
 //! memory, and placed as the runs it is contiguous in along the output's leading axes.
-//! The box grows greedily, doubling whichever of the two runs is shorter, so reads and
-//! writes are as long as the budget allows; every byte is read once and written once.
+//! The box's shape is the one that needs the fewest requests of the disk (see
+//! [`box_shape`]): for a stack of frames, the frame's rows whole on the read side and
+//! every frame on the write side. Every byte is read once and written once.
 //! Boxes go in column-major order of the grid, so the output fills band by band.
 
 use std::fs::File;
@@ -30,7 +31,8 @@ pub(crate) struct Tiling {
 }
 
 impl Default for Tiling {
-    /// 128 MiB boxes (384 MiB in all), 8 reads in flight.
+    /// 128 MiB boxes (384 MiB in all), 8 reads in flight. 256 MiB boxes converted a
+    /// 24 GiB stack of frames no faster (96.3 s against 97.5 and 90.8, cold).
     fn default() -> Self {
         Tiling {
             budget: 128 << 20,
@@ -67,34 +69,53 @@ fn run_of(shape: &[usize], e: &[usize], axes: &[usize]) -> (usize, usize) {
 }
 
 /// The extents of the boxes for `shape` (C order) of `w`-byte items within `budget`
-/// bytes: from one element, the shorter run's axis doubled while the box fits.
+/// bytes: of the boxes whose runs are as long as they can be (trailing axes whole on
+/// the read side, leading axes whole on the write side, one partial axis on each, the
+/// axes between them one element thick), the one making the fewest reads and writes
+/// per element (`1/read run + 1/write run`). A disk's time per request is about a
+/// fixed cost plus its bytes, so this is the one the disk finishes first.
 pub(crate) fn box_shape(shape: &[usize], w: usize, budget: usize) -> Vec<usize> {
     let n = shape.len();
     let (c_axes, f_axes) = (fastest_first(n, true), fastest_first(n, false));
-    let mut e = vec![1usize; n];
     let most = (budget / w.max(1)).max(1);
-    loop {
-        let read_axis = (0..n).rev().find(|&k| e[k] < shape[k]);
-        let write_axis = (0..n).find(|&k| e[k] < shape[k]);
-        let (Some(ra), Some(wa)) = (read_axis, write_axis) else {
-            return e;
-        };
-        let shorter_first = if run_of(shape, &e, &c_axes).0 <= run_of(shape, &e, &f_axes).0 {
-            [ra, wa]
-        } else {
-            [wa, ra]
-        };
-        let volume: usize = e.iter().product();
-        let grown = shorter_first.into_iter().find_map(|k| {
-            let others = volume / e[k];
-            let x = (e[k] * 2).min(shape[k]).min(most / others);
-            (x > e[k]).then_some((k, x))
-        });
-        match grown {
-            Some((k, x)) => e[k] = x,
-            None => return e,
+    let cost = |e: &[usize]| {
+        let (r, _) = run_of(shape, e, &c_axes);
+        let (w, _) = run_of(shape, e, &f_axes);
+        1.0 / r as f64 + 1.0 / w as f64
+    };
+    let mut best = (cost(&vec![1; n]), vec![1; n]);
+    // `p`: the read side's partial axis (those after it whole); `q <= p`: the write
+    // side's (those before it whole).
+    for p in 0..n {
+        for q in 0..=p {
+            let mut e = vec![1usize; n];
+            e[p + 1..].copy_from_slice(&shape[p + 1..]);
+            e[..q].copy_from_slice(&shape[..q]);
+            let fixed: usize = e.iter().product();
+            if fixed > most {
+                continue;
+            }
+            let room = most / fixed;
+            // Extents of axis `p` worth trying: powers of two, what leaves axis `q`
+            // whole, and the most that fits; axis `q` takes the rest of the room.
+            let top = shape[p].min(room);
+            let powers = (0..usize::BITS)
+                .map(|i| 1usize << i)
+                .take_while(|&a| a < top);
+            let tries = powers.chain([top, room / shape[q].max(1)]);
+            for a in tries.filter(|&a| (1..=top).contains(&a)) {
+                e[p] = a;
+                if q != p {
+                    e[q] = shape[q].min(room / a);
+                }
+                let c = cost(&e);
+                if c < best.0 {
+                    best = (c, e.clone());
+                }
+            }
         }
     }
+    best.1
 }
 
 /// Strides in elements: C order (last axis fastest) or column-major.
@@ -284,13 +305,19 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn boxes_grow_the_shorter_run_within_the_budget() {
+    fn boxes_make_the_fewest_requests_within_the_budget() {
         // 2-D: square-ish boxes, reads and writes of similar length.
         let e = box_shape(&[1 << 17, 49152], 4, 128 << 20);
-        assert_eq!(e, vec![4096, 8192]);
-        // A stack of frames: the frame's rows whole on the read side.
-        let e = box_shape(&[6144, 1024, 1024], 4, 128 << 20);
-        assert_eq!(e, vec![4096, 8, 1024]);
+        assert_eq!(e, vec![8192, 4096]);
+        // A stack of frames: the frame's rows whole on the read side and the frame
+        // count whole on the write side, 40 KiB reads and 240 KiB writes (halving
+        // the frame count instead would double the reads but make 16 KiB writes).
+        let e = box_shape(&[6144, 1024, 1024], 4, 256 << 20);
+        assert_eq!(e, vec![6144, 10, 1024]);
+        assert_eq!(
+            box_shape(&[6144, 1024, 1024], 4, 128 << 20),
+            vec![6144, 5, 1024]
+        );
         // Small enough: one box, the whole array.
         assert_eq!(box_shape(&[30, 40, 5], 8, 1 << 20), vec![30, 40, 5]);
     }
