@@ -46,6 +46,28 @@ fn float(width: usize, b: &[u8]) -> f64 {
     }
 }
 
+/// Whether `b`, one element of `dtype` in native order, is a NaN (a complex one
+/// when either part is), tested on its bits without widening. Two elements with the
+/// same bytes compare equal, under any tolerance, unless this is true of them.
+pub fn is_nan(dtype: DType, b: &[u8]) -> bool {
+    let w = dtype.elbyte as usize;
+    if b.len() < w {
+        return false;
+    }
+    let part = |w: usize, b: &[u8]| match w {
+        2 => f16::from_ne_bytes(arr(b)).is_nan(),
+        4 => f32::from_ne_bytes(arr(b)).is_nan(),
+        8 => f64::from_ne_bytes(arr(b)).is_nan(),
+        _ => false,
+    };
+    match dtype.kind() {
+        Kind::Float => part(w, b),
+        Kind::Complex => part(w / 2, b) || part(w / 2, &b[w / 2..]),
+        Kind::BFloat16 => bf16::from_ne_bytes(arr(b)).is_nan(),
+        _ => false,
+    }
+}
+
 impl Value {
     /// Decodes one element of `dtype` from `elbyte` native-order bytes.
     pub fn decode(dtype: DType, b: &[u8]) -> Value {
@@ -418,6 +440,24 @@ mod tests {
             inf.compare(&f(1.0), tol(1.0, 1e300)),
             Compared::Far(_)
         ));
+    }
+
+    proptest::proptest! {
+        /// The bit test agrees with decoding, for every float type and any bits:
+        /// NaN payloads, signalling NaNs, infinities, subnormals.
+        #[test]
+        fn is_nan_agrees_with_the_decoded_value(bits: [u8; 16]) {
+            for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64, DType::C32, DType::C64, DType::C128] {
+                let b = &bits[..dtype.elbyte as usize];
+                let want = match Value::decode(dtype, b) {
+                    Value::Float(x, _) => x.is_nan(),
+                    Value::Complex(re, im, _) => re.is_nan() || im.is_nan(),
+                    other => panic!("{dtype:?} decoded as {other:?}"),
+                };
+                proptest::prop_assert_eq!(is_nan(dtype, b), want, "{:?} {:?}", dtype, b);
+            }
+            proptest::prop_assert!(!is_nan(DType::I32, &bits[..4]));
+        }
     }
 
     #[test]
