@@ -58,6 +58,7 @@ pub mod padding;
 pub mod remote;
 mod replace;
 pub mod scan;
+mod selection;
 mod sys;
 pub mod values;
 mod view;
@@ -77,6 +78,7 @@ pub use owned::{
     read, read_bool, read_bool_from, read_from, read_header_at, read_metadata, read_raw,
     read_raw_from, replace_metadata, reshape, write, write_to, DataReader, RawData, WriteOptions,
 };
+pub use selection::Stride;
 pub use sys::Advice;
 pub use view::{view_bytes, view_data, view_data_mut};
 pub use writeback::Writeback;

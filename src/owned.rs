@@ -19,6 +19,7 @@ use crate::header::{Encoding, Flags, Header, FIXED_LEN};
 use crate::layout::for_each_fortran_chunk;
 use crate::padding::{Padding, ZeroPadding};
 use crate::replace::{build_file, Placement};
+use crate::selection;
 use crate::view::shape_usize;
 
 /// Files up to this size are read with a single `read` and decoded from memory.
@@ -324,7 +325,30 @@ pub fn read<T: Element>(path: impl AsRef<Path>) -> Result<ArrayD<T>> {
         let got = read_full(&mut f, &mut all).at(path)?;
         return read_typed(&mut &all[..got], Some(got as u64)).at(path);
     }
+    let (h, _) = read_header_live(&f, len).at(path)?;
+    if let (Encoding::Raw, Some(unit)) = (h.encoding(), h.dtype().swap_unit()) {
+        check_type::<T>(h.dtype()).at(path)?;
+        let mut data = zeroed_for::<T>(h.nbytes()).at(path)?;
+        let unit = if h.native_endian() { 1 } else { unit };
+        read_plain(
+            &f,
+            path,
+            h.data_offset(),
+            bytemuck::cast_slice_mut(&mut data),
+            unit,
+        )?;
+        return into_array(&h, data).at(path);
+    }
     read_typed(&mut f, Some(len)).at(path)
+}
+
+/// Reads plain data at `offset` of `file` into `buf` with large reads on several
+/// threads, as every whole-file pass reads, and swaps `unit`-byte scalars (1: none).
+fn read_plain(file: &File, path: &Path, offset: u64, buf: &mut [u8], unit: usize) -> Result<()> {
+    let options = crate::scan::ScanOptions::default();
+    crate::scan::read_file_into(file, path, offset, buf, &options)?;
+    codec::swap_bytes(buf, unit);
+    Ok(())
 }
 
 /// Reads an array from any reader (a socket, a decompressor, a byte slice). The
@@ -403,6 +427,11 @@ pub fn read_raw(path: impl AsRef<Path>) -> Result<RawData> {
 pub fn read_raw_from(mut r: impl Read) -> Result<RawData> {
     read_raw_impl(&mut r, None)
 }
+
+/// Runs of a selection at most this far apart are read as one: a request costs
+/// about as much as reading that many more bytes (45 KiB on the disk measured in
+/// docs/BIGDATA.md).
+const SELECTION_GAP: u64 = 64 << 10;
 
 /// A file opened to be read into memory that the caller allocates (a NumPy array, a
 /// pinned buffer): [`header`](Self::header) and [`metadata`](Self::metadata) come
@@ -486,6 +515,68 @@ impl DataReader {
         &self.metadata
     }
 
+    /// The elements `sel` picks (a [`Stride`](crate::Stride) per axis, the first
+    /// fastest) into `out`, of exactly their length, as native column-major bytes.
+    /// From plain data only the byte runs that hold them are read: runs at most 64 KiB
+    /// apart in one read, long runs cut into the scan's slabs, several
+    /// reads at once, a lone run read straight into `out`. As
+    /// `RemoteRa::read_selection_into` does for objects.
+    pub fn read_selection_into(&self, sel: &[crate::Stride], out: &mut [u8]) -> Result<()> {
+        let path = &self.path;
+        let want = selection::check(&self.header, sel).at(path)?;
+        if out.len() as u64 != want {
+            return Err(Error::from(ErrorKind::InvalidArgument(format!(
+                "{} bytes of buffer for {want} bytes to read",
+                out.len()
+            )))
+            .at(path));
+        }
+        let (dims, elbyte) = (self.header.dims(), self.header.dtype().elbyte);
+        match &self.source {
+            Source::Decoded(data) => {
+                for r in selection::runs(dims, elbyte, sel, 0) {
+                    let from = r.from as usize;
+                    out[r.to..r.to + r.len].copy_from_slice(&data[from..from + r.len]);
+                }
+            }
+            Source::Plain {
+                file,
+                offset,
+                unit,
+                bools,
+            } => {
+                let options = crate::scan::ScanOptions::default();
+                let runs = selection::runs(dims, elbyte, sel, *offset);
+                let reads = selection::fetches(runs, SELECTION_GAP, options.slab_bytes as u64);
+                // Each read fills the next stretch of `out`.
+                let mut rest = &mut out[..];
+                let reads = reads.map(move |f| {
+                    let (head, tail) = std::mem::take(&mut rest).split_at_mut(f.out_len());
+                    rest = tail;
+                    (f, head)
+                });
+                crate::scan::on_threads(reads, options.readers, |(f, head)| {
+                    let read = |buf: &mut [u8]| {
+                        crate::sys::read_exact_at(file, buf, f.range.start)
+                            .map_err(io_at("read", path))
+                    };
+                    if f.runs.len() == 1 {
+                        return read(head);
+                    }
+                    let mut bytes = vec![0u8; (f.range.end - f.range.start) as usize];
+                    read(&mut bytes)?;
+                    selection::scatter(&f, &bytes, head);
+                    Ok(())
+                })?;
+                codec::swap_bytes(out, *unit);
+                if *bools {
+                    codec::check_bools(out, 0).at(path)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Reads the data into `buf`, which must be exactly `header().nbytes()` long.
     pub fn read_into(self, buf: &mut [u8]) -> Result<()> {
         let path = &self.path;
@@ -505,10 +596,7 @@ impl DataReader {
                 unit,
                 bools,
             } => {
-                // Large reads on several threads, as every whole-file pass reads.
-                let options = crate::scan::ScanOptions::default();
-                crate::scan::read_file_into(&file, path, offset, buf, &options)?;
-                codec::swap_bytes(buf, unit);
+                read_plain(&file, path, offset, buf, unit)?;
                 if bools {
                     codec::check_bools(buf, 0).at(path)?;
                 }

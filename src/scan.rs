@@ -233,25 +233,38 @@ pub(crate) fn read_pieces<'b>(
     readers: usize,
     then: impl Fn(u64, usize) + Sync,
 ) -> Result<()> {
-    let pieces = std::sync::Mutex::new(pieces);
+    on_threads(pieces, readers, |(piece, at)| {
+        sys::read_exact_at(file, piece, at).map_err(io_at("read", path))?;
+        then(at, piece.len());
+        Ok(())
+    })
+}
+
+/// `work` on each of `items`, on `threads` threads that each take the next item when
+/// done with one. A thread that meets an error stops; the first error is the result.
+pub(crate) fn on_threads<I: Send>(
+    items: impl Iterator<Item = I> + Send,
+    threads: usize,
+    work: impl Fn(I) -> Result<()> + Sync,
+) -> Result<()> {
+    let items = std::sync::Mutex::new(items);
     let failed = std::sync::Mutex::new(None);
     std::thread::scope(|s| {
-        for _ in 0..readers.max(1) {
+        for _ in 0..threads.max(1) {
             s.spawn(|| loop {
-                let next = match pieces.lock() {
+                let next = match items.lock() {
                     Ok(mut it) => it.next(),
                     Err(_) => return,
                 };
-                let Some((piece, at)) = next else {
+                let Some(item) = next else {
                     return;
                 };
-                if let Err(e) = sys::read_exact_at(file, piece, at).map_err(io_at("read", path)) {
+                if let Err(e) = work(item) {
                     if let Ok(mut f) = failed.lock() {
                         f.get_or_insert(e);
                     }
                     return;
                 }
-                then(at, piece.len());
             });
         }
     });

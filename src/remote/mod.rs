@@ -26,10 +26,10 @@ mod read;
 mod select;
 mod upload;
 
+pub use crate::selection::Stride;
 pub use client::{is_remote, RemoteOptions, S3Url};
 pub(crate) use client::{runtime, store as client_store};
 pub use convert::convert;
 pub use fill::FillToken;
 pub use read::RemoteRa;
-pub use select::Stride;
 pub use upload::{upload_bytes, upload_file};

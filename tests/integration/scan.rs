@@ -1,8 +1,10 @@
 //! `rastore::scan`: every byte of the range, in order, in slabs of whole units, by
 //! every method, with bounded buffers; errors end it without a hang.
 
+use ndarray::ShapeBuilder;
 use proptest::prelude::*;
 use rastore::scan::{read_into, scan, scan_many, ScanMethod, ScanOptions};
+use rastore::Stride;
 
 use crate::common::{noise, tmp};
 
@@ -166,4 +168,101 @@ fn a_range_past_the_end_is_an_error_naming_the_file() {
         |_, _| Ok(()),
     );
     assert!(e.unwrap_err().to_string().contains("none"));
+}
+
+/// The elements `sel` picks from `a`, in column-major order, as native bytes.
+fn picked<T: Copy + bytemuck::Pod>(a: &ndarray::ArrayD<T>, sel: &[Stride]) -> Vec<u8> {
+    let part = a.slice_each_axis(|ax| {
+        let s = sel[ax.axis.index()];
+        let end = (s.start + s.count.saturating_sub(1) * s.step + 1) as isize;
+        let end = if s.count == 0 { s.start as isize } else { end };
+        ndarray::Slice::new(s.start as isize, Some(end), s.step as isize)
+    });
+    let values: Vec<T> = part.t().iter().copied().collect();
+    bytemuck::cast_slice(&values).to_vec()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Any selection of any file, plain or compressed: what NumPy-style slicing picks.
+    #[test]
+    fn read_selection_into_gives_what_slicing_picks(
+        dims in proptest::collection::vec(1u64..9, 1..5),
+        picks in proptest::collection::vec((0.0f64..1.0, 1u64..4, 0.0f64..1.0), 4),
+        compress in any::<bool>(),
+    ) {
+        let d = tmp();
+        let p = d.path().join("a.ra");
+        let shape: Vec<usize> = dims.iter().map(|&x| x as usize).collect();
+        let n: usize = shape.iter().product();
+        let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape).f(), (0..n as u32).collect()).unwrap();
+        rastore::WriteOptions::new().compress(compress).write(&p, &a).unwrap();
+        let sel: Vec<Stride> = dims.iter().zip(&picks).map(|(&n, &(f, step, g))| {
+            let start = ((f * n as f64) as u64).min(n - 1);
+            let most = (n - 1 - start) / step + 1;
+            Stride::new(start, step, ((g * (most + 1) as f64) as u64).min(most))
+        }).collect();
+        let want = picked(&a, &sel);
+        let mut got = vec![0xAAu8; want.len()];
+        rastore::DataReader::open(&p).unwrap().read_selection_into(&sel, &mut got).unwrap();
+        prop_assert_eq!(got, want);
+    }
+}
+
+/// Long runs cut into slabs, runs far apart read apart, runs close together read as
+/// one: all give the picked elements; wrong selections and buffers are refused,
+/// naming the file.
+#[test]
+fn read_selection_into_reads_long_and_gapped_runs() {
+    let d = tmp();
+    let p = d.path().join("big.ra");
+    let shape = [1024usize, 1024, 12];
+    let n: usize = shape.iter().product();
+    let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape).f(), (0..n as u32).collect())
+        .unwrap();
+    rastore::write(&p, &a).unwrap();
+    let r = rastore::DataReader::open(&p).unwrap();
+    for sel in [
+        // One run of 16 MiB: two slabs.
+        [Stride::all(1024), Stride::all(1024), Stride::new(2, 1, 4)],
+        // Runs of 4 MiB, 16 MiB apart.
+        [Stride::all(1024), Stride::all(1024), Stride::new(0, 5, 3)],
+        // Runs of 8 bytes, 4 KiB apart: read together.
+        [
+            Stride::new(7, 1, 2),
+            Stride::new(0, 1, 1024),
+            Stride::new(11, 1, 1),
+        ],
+        // Single elements 4 MiB apart.
+        [
+            Stride::new(3, 1, 1),
+            Stride::new(5, 1, 1),
+            Stride::new(0, 1, 12),
+        ],
+    ] {
+        let want = picked(&a, &sel);
+        let mut got = vec![0u8; want.len()];
+        r.read_selection_into(&sel, &mut got).unwrap();
+        assert!(got == want, "{sel:?}");
+    }
+    let e = r
+        .read_selection_into(
+            &[Stride::all(1024), Stride::all(1024), Stride::new(10, 2, 2)],
+            &mut [],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("big.ra") && e.contains("axis 2"), "{e}");
+    let e = r
+        .read_selection_into(
+            &[Stride::all(1024), Stride::all(1024), Stride::new(0, 1, 1)],
+            &mut [0u8; 4],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("big.ra") && e.contains("4 bytes of buffer"),
+        "{e}"
+    );
 }

@@ -209,26 +209,35 @@ fn refusal<T: rastore::Element + std::fmt::Debug>(path: &Path) -> ViewRefusal {
 #[test]
 fn big_endian_files_read_by_copy_and_refuse_views() {
     let dir = tmp();
-    let vals = [1.5f32, -2.0, 3.25];
-    // Big-endian header (magic reads "yarrawar"), big-endian data.
-    let mut b = words_be(&[MAGIC, 1, 3, 4, 12, 1, 3]);
-    vals.iter().for_each(|v| b.extend(v.to_be_bytes()));
-    b.extend(b"meta");
-    let p = dir.path().join("be.ra");
-    std::fs::write(&p, &b).unwrap();
-    let a: ArrayD<f32> = rastore::read(&p).unwrap();
-    assert_eq!(a.as_slice().unwrap(), &vals);
-    assert_eq!(refusal::<f32>(&p), ViewRefusal::NonNativeEndian);
-    // SAFETY: private file.
-    let f = unsafe { MappedRa::open(&p) }.unwrap();
-    assert_eq!(f.metadata(), b"meta");
-    assert_eq!(f.to_owned::<f32>().unwrap(), a);
-    drop(f); // rewritten in place next: Windows refuses that while mapped
-             // Little-endian header with the BIG_ENDIAN flag: data alone is swapped.
-    let mut b = words(&[MAGIC, 1, 3, 4, 12, 1, 3]);
-    vals.iter().for_each(|v| b.extend(v.to_be_bytes()));
-    std::fs::write(&p, &b).unwrap();
-    assert_eq!(rastore::read::<f32>(&p).unwrap().as_slice().unwrap(), &vals);
+    // Small files are read in one piece; larger ones by the scan's parallel reads.
+    for n in [3u64, 40_000] {
+        let vals: Vec<f32> = (0..n).map(|i| i as f32 * 1.5 - 2.0).collect();
+        // Big-endian header (magic reads "yarrawar"), big-endian data.
+        let mut b = words_be(&[MAGIC, 1, 3, 4, 4 * n, 1, n]);
+        vals.iter().for_each(|v| b.extend(v.to_be_bytes()));
+        b.extend(b"meta");
+        let p = dir.path().join("be.ra");
+        std::fs::write(&p, &b).unwrap();
+        let a: ArrayD<f32> = rastore::read(&p).unwrap();
+        assert_eq!(a.as_slice().unwrap(), &vals[..]);
+        assert_eq!(refusal::<f32>(&p), ViewRefusal::NonNativeEndian);
+        // SAFETY: private file.
+        let f = unsafe { MappedRa::open(&p) }.unwrap();
+        assert_eq!(f.metadata(), b"meta");
+        assert_eq!(f.to_owned::<f32>().unwrap(), a);
+        drop(f); // rewritten in place next: Windows refuses that while mapped
+                 // Little-endian header with the BIG_ENDIAN flag: data alone is swapped.
+        let mut b = words(&[MAGIC, 1, 3, 4, 4 * n, 1, n]);
+        vals.iter().for_each(|v| b.extend(v.to_be_bytes()));
+        std::fs::write(&p, &b).unwrap();
+        assert_eq!(
+            rastore::read::<f32>(&p).unwrap().as_slice().unwrap(),
+            &vals[..]
+        );
+        // The wrong type is refused, naming the file, on both paths.
+        let e = rastore::read::<i32>(&p).unwrap_err().to_string();
+        assert!(e.contains("be.ra") && e.contains("float32"), "{e}");
+    }
 }
 
 #[test]

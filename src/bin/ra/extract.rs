@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rastore::formats::convert::{ConvertOptions, Format};
-use rastore::{CreateOptions, DType, Header, Kind};
+use rastore::{CreateOptions, DType, Header, Kind, Stride};
 use rayon::prelude::*;
 
 use crate::commands::progress_bar;
@@ -76,8 +76,21 @@ pub fn slice(a: &SliceArgs) -> Outcome {
         .collect();
     let w = input.dtype.elbyte as usize;
     let trailer = fields_trailer(&input, &a.input, &dims)?;
+    // From a .ra, only the byte runs holding the selection are read, several at once;
+    // from a .npy (perhaps C order), element by element from its mapping.
+    let strides: Option<Vec<Stride>> = (Format::of(&a.input).ok() == Some(Format::Ra)).then(|| {
+        sels.iter()
+            .map(|s| match *s {
+                Sel::Index(i) => Stride::new(i, 1, 1),
+                Sel::Range { start, step, .. } => Stride::new(start, step, s.count()),
+            })
+            .collect()
+    });
     let fill = |out: &mut rastore::MappedRaMut| -> rastore::Result<()> {
         let data = out.data_mut();
+        if let Some(strides) = &strides {
+            return rastore::DataReader::open(&a.input)?.read_selection_into(strides, data);
+        }
         let mut pos = 0;
         slice::walk(&sels, &input.dims, u64::MAX, |ix, _| {
             data[pos..pos + w].copy_from_slice(input.element(ix));
