@@ -17,9 +17,13 @@ use crate::sys::{self, FileAdvice, WriteBack};
 /// Bytes per write-behind window.
 const WINDOW: u64 = 64 << 20;
 
-/// Write-behind for one file written front to back.
+/// Write-behind for one file written front to back: only for writes of more than
+/// half the memory ([`crate::scan::larger_than_cache`]). A smaller file is left to the
+/// page cache, as `cp` leaves it: waiting for its windows made a 1 GiB `.ra` → `.npy`
+/// take 0.63 s where `cp` took 0.35.
 pub(crate) struct WriteBehind<'a> {
-    file: &'a File,
+    /// The file, when its writes are large enough to be written behind.
+    file: Option<&'a File>,
     /// Where the writes start.
     from: u64,
     /// Write-back started below this offset ...
@@ -29,10 +33,10 @@ pub(crate) struct WriteBehind<'a> {
 }
 
 impl<'a> WriteBehind<'a> {
-    /// Write-behind of `file`, whose writes start at `from`.
-    pub(crate) fn new(file: &'a File, from: u64) -> Self {
+    /// Write-behind of `file`, whose writes of `total` bytes start at `from`.
+    pub(crate) fn new(file: &'a File, from: u64, total: u64) -> Self {
         WriteBehind {
-            file,
+            file: crate::scan::larger_than_cache(total).then_some(file),
             from,
             started: from,
             finished: from,
@@ -44,15 +48,15 @@ impl<'a> WriteBehind<'a> {
     /// the latest.
     pub(crate) fn wrote(&mut self, done: u64) {
         let to = self.from + done;
-        if to < self.started + WINDOW {
+        let Some(file) = self.file.filter(|_| to >= self.started + WINDOW) else {
             return;
-        }
-        sys::write_back(self.file, self.started..to, WriteBack::Start);
+        };
+        sys::write_back(file, self.started..to, WriteBack::Start);
         self.started = to;
         let behind = to - WINDOW;
         if behind > self.finished {
-            sys::write_back(self.file, self.finished..behind, WriteBack::Finish);
-            sys::advise_file(self.file, FileAdvice::DontNeed, self.finished..behind);
+            sys::write_back(file, self.finished..behind, WriteBack::Finish);
+            sys::advise_file(file, FileAdvice::DontNeed, self.finished..behind);
             self.finished = behind;
         }
     }
@@ -66,22 +70,31 @@ impl<'a> WriteBehind<'a> {
 /// limit (measured: a peak of 2.6 GiB dirty or in flight against 4.1 GiB, for a 32 GiB
 /// fill; docs/BIGDATA.md). It is not a sync: [`MappedRaMut::flush`](crate::MappedRaMut::flush)
 /// still makes the fill durable.
+///
+/// Only for a file of more than half the memory: a smaller one is left to the page
+/// cache (a 1 GiB `ra stack` took 0.93 s with it, 0.36 s without; `cat` 0.45 s).
 #[derive(Debug, Clone, Copy)]
 pub struct Writeback<'a> {
     file: &'a File,
     /// Where the mapped data starts in the file.
     offset: u64,
+    /// Whether the file is large enough to be written behind.
+    on: bool,
 }
 
 impl<'a> Writeback<'a> {
     pub(crate) fn new(file: &'a File, offset: u64) -> Self {
-        Writeback { file, offset }
+        let len = file.metadata().map_or(0, |m| m.len());
+        let on = crate::scan::larger_than_cache(len);
+        Writeback { file, offset, on }
     }
 
     /// Bytes `range` of the mapped data are finished: queue them for writing.
     pub fn finished(&self, range: Range<usize>) {
-        let at = self.offset + range.start as u64..self.offset + range.end as u64;
-        sys::write_back(self.file, at, WriteBack::Start);
+        if self.on {
+            let at = self.offset + range.start as u64..self.offset + range.end as u64;
+            sys::write_back(self.file, at, WriteBack::Start);
+        }
     }
 
     /// The file and where the mapped data starts in it.

@@ -353,7 +353,7 @@ fn npy_to_ra(
         }
         if nh.fortran_order || nh.shape.len() <= 1 {
             // In column-major order already: read straight into the output.
-            let mut behind = out.map(|(f, at)| WriteBehind::new(f, at));
+            let mut behind = out.map(|(f, at)| WriteBehind::new(f, at, dst.len() as u64));
             let options = ScanOptions::default();
             for (i, piece) in dst.chunks_mut(STREAM_PIECE).enumerate() {
                 let at = (i * STREAM_PIECE) as u64;
@@ -504,7 +504,7 @@ fn copy_pieces(
     progress: Progress,
 ) -> Result<()> {
     let (start, total) = (range.start, range.end - range.start);
-    let mut behind = behind.map(|(f, at)| WriteBehind::new(f, at));
+    let mut behind = behind.map(|(f, at)| WriteBehind::new(f, at, total));
     scan::scan(
         input,
         range,
