@@ -12,6 +12,7 @@
 //! | create a huge file and fill it in place, in parallel, dirty pages written behind | [`MappedRaMut::create`], [`MappedRaMut::par_fill_slabs`], [`MappedRaMut::data_mut_with_writeback`], [`MappedRaMut::flush`] |
 //! | many processes filling disjoint slabs of one file | [`create_file`], [`MappedRaMut::open_slab`] |
 //! | read and write `.ra` objects in S3-protocol storage, fill one from many nodes (feature `s3`) | `remote::RemoteRa`, `remote::upload_file`, `remote::FillToken` |
+//! | read a strided selection of a file: only the byte runs that hold it, into your buffer | [`DataReader::read_selection_into`], [`Stride`] |
 //! | read a whole file (or a range) at the disk's speed, in slabs, with bounded memory | [`scan::scan`], [`scan::scan_many`], [`scan::read_into`], [`scan::ScanOptions`] |
 //! | what `ra info` says of a file | [`info::info`], [`info::FileInfo`] |
 //! | grow a file frame by frame, readable and intact at every moment | [`AppendOptions`], [`Appender::append`], [`Appender::commit`], [`recover`] |
