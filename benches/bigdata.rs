@@ -18,7 +18,7 @@
 //!   (`O_DIRECT`), slab sizes and reader counts;
 //! - the real `ra stats` and `ra verify` (`target/release/ra`).
 //!
-//! `RASTORE_BIG_PART` picks `scan`, `fill` or `convert` (default: all three):
+//! `RASTORE_BIG_PART` picks `scan`, `fill`, `convert` or `read` (default: all four):
 //! - fills of a new `RASTORE_BIG_GIB` file against `dd oflag=direct` from `/dev/zero`:
 //!   `par_fill_slabs` (which writes behind itself), the same fill through the mapping
 //!   with nothing written behind (as before), and two `open_slab` workers;
@@ -26,6 +26,15 @@
 //!   the disk) against `cp`: C-order `.npy` → `.ra`, `.ra` → `.npy`, Fortran-order
 //!   `.npy` → `.ra`, and `ra stack` of 256 MiB inputs against
 //!   `cat` of them.
+//!
+//! - reads of two files of half `RASTORE_BIG_GIB` each (together larger than memory,
+//!   each one small enough to load): `ra diff` of the two (equal) against `cmp` of
+//!   them, `rastore::read` of one whole, and `ra slice` of half of one against `dd`
+//!   of those bytes into a file.
+//!
+//! `RASTORE_BIG_ONLY` (a part of a case's name) runs the floors and the cases whose
+//! names hold it; a conversion stage none of whose cases it picks is skipped whole,
+//! its input not made.
 //!
 //! Besides times, each case reports the peak anonymous memory (of this process, or of
 //! the `ra` it runs), the peak of dirty and writeback pages (`/proc/meminfo`), and the
@@ -297,6 +306,10 @@ fn main() {
         let _ = std::fs::remove_file(&path);
         conversions(&b, env_or("RASTORE_BIG_CONV_GIB", 24));
     }
+    if part.is_empty() || part == "read" {
+        let _ = std::fs::remove_file(&path);
+        reads(&b, (gib / 2).max(1));
+    }
 }
 
 /// Where and how the cases run.
@@ -311,6 +324,11 @@ struct Bench {
 impl Bench {
     fn report(&self, title: &str, len: u64, cases: &Cases) {
         report(title, len, self.runs, self.cold, &self.only, cases);
+    }
+
+    /// Whether `RASTORE_BIG_ONLY` (a part of a case's name) picks the case `name`.
+    fn wants(&self, name: &str) -> bool {
+        self.only.is_empty() || name.contains(&self.only)
     }
 
     fn at(&self, name: &str) -> String {
@@ -333,23 +351,7 @@ fn scans(b: &Bench, path: &Path, gib: u64) {
         ("dd iflag=direct bs=16M (floor)", true),
         ("dd bs=16M (buffered)", false),
     ] {
-        let p = p.clone();
-        cases.push((
-            name.into(),
-            Box::new(move || {
-                let mut cmd = vec![
-                    "dd".to_string(),
-                    format!("if={p}"),
-                    "of=/dev/null".into(),
-                    "bs=16M".into(),
-                ];
-                if direct {
-                    cmd.push("iflag=direct".into());
-                }
-                shell(&cmd.iter().map(String::as_str).collect::<Vec<_>>());
-            }),
-            nothing(),
-        ));
+        cases.push((name.into(), dd(&p, "/dev/null", direct, None), nothing()));
     }
     for (name, advice) in [
         ("mapping, no advice", None),
@@ -513,45 +515,56 @@ fn conversions(b: &Bench, gib: u64) {
         b.at("f.npy"),
         b.at("back.ra"),
     );
-    let cmd = |args: Vec<String>| -> Box<dyn Fn()> {
-        Box::new(move || shell(&args.iter().map(String::as_str).collect::<Vec<_>>()))
-    };
-    let s = |x: &str| x.to_string();
-    make_npy(Path::new(&c_npy), &shape, false);
     let copy = b.at("copy");
-    // One stage: `cp` of `input` (the floor), then `ra convert input output`.
-    let stage = |title: &str, name: &str, input: &String, output: &String| {
+    // One stage: `cp` of `input` (the floor), then `ra convert input output`; only
+    // when `RASTORE_BIG_ONLY` picks it, its input made untimed first, alone on the
+    // disk with its output, and removed after.
+    let stage = |title: &str, name: &str, make: &dyn Fn(&Path), input: &String, output: &String| {
+        if !b.wants(name) {
+            return;
+        }
+        make(Path::new(input));
         let cases: Cases = vec![
             (
                 "cp (floor)".into(),
-                cmd(vec![s("cp"), input.clone(), copy.clone()]),
+                cmd(&["cp", input, &copy]),
                 remove(Path::new(&copy)),
             ),
             (
                 name.into(),
-                cmd(vec![
-                    b.ra.clone(),
-                    s("convert"),
-                    input.clone(),
-                    output.clone(),
-                ]),
+                cmd(&[&b.ra, "convert", input, output]),
                 remove(Path::new(output)),
             ),
         ];
         b.report(&format!("conversions of {gib} GiB, {title}"), len, &cases);
         let _ = std::fs::remove_file(input);
     };
-    stage("C order", "ra convert C-order .npy -> .ra", &c_npy, &ra_out);
-    // Each stage's input made untimed, alone on the disk with its output.
-    make(Path::new(&ra_out), gib);
-    stage("to .npy", "ra convert .ra -> .npy", &ra_out, &f_npy);
-    make_npy(Path::new(&f_npy), &shape, true);
+    let c_order = |p: &Path| make_npy(p, &shape, false);
+    let fortran = |p: &Path| make_npy(p, &shape, true);
+    stage(
+        "C order",
+        "ra convert C-order .npy -> .ra",
+        &c_order,
+        &c_npy,
+        &ra_out,
+    );
+    stage(
+        "to .npy",
+        "ra convert .ra -> .npy",
+        &|p| make(p, gib),
+        &ra_out,
+        &f_npy,
+    );
     stage(
         "Fortran order",
         "ra convert Fortran-order .npy -> .ra",
+        &fortran,
         &f_npy,
         &ra_back,
     );
+    if !b.wants("ra stack") {
+        return;
+    }
     // ra stack of 256 MiB frames against cat of them.
     let inputs: Vec<String> = (0..gib * 4)
         .map(|i| b.at(&format!("frame{i:04}.ra")))
@@ -571,17 +584,17 @@ fn conversions(b: &Bench, gib: u64) {
     }
     let stacked = b.at("stacked.ra");
     let cat = format!("cat {} > {}", inputs.join(" "), copy);
-    let mut stack = vec![b.ra.clone(), s("stack"), stacked.clone(), s("--overwrite")];
-    stack.extend(inputs.iter().cloned());
+    let mut stack = vec![b.ra.as_str(), "stack", &stacked, "--overwrite"];
+    stack.extend(inputs.iter().map(String::as_str));
     let cases: Cases = vec![
         (
             "cat of the inputs (floor)".into(),
-            cmd(vec![s("sh"), s("-c"), cat]),
+            cmd(&["sh", "-c", &cat]),
             remove(Path::new(&copy)),
         ),
         (
             format!("ra stack of {} 256 MiB inputs", inputs.len()),
-            cmd(stack),
+            cmd(&stack),
             remove(Path::new(&stacked)),
         ),
     ];
@@ -589,4 +602,105 @@ fn conversions(b: &Bench, gib: u64) {
     for p in &inputs {
         let _ = std::fs::remove_file(p);
     }
+}
+
+/// `dd` of `count` 16 MiB blocks of `input` (all of it when `None`), directly or
+/// through the cache, to `output`.
+fn dd(input: &str, output: &str, direct: bool, count: Option<u64>) -> Box<dyn Fn()> {
+    let mut cmd = vec![
+        "dd".to_string(),
+        format!("if={input}"),
+        format!("of={output}"),
+        "bs=16M".into(),
+    ];
+    if direct {
+        cmd.push("iflag=direct".into());
+    }
+    if let Some(n) = count {
+        cmd.push(format!("count={n}"));
+    }
+    Box::new(move || shell(&cmd.iter().map(String::as_str).collect::<Vec<_>>()))
+}
+
+fn reads(b: &Bench, gib: u64) {
+    let a = b.dir.join("a.ra");
+    make(&a, gib);
+    let pa = b.at("a.ra");
+    let len = std::fs::metadata(&a).expect("stat").len();
+    if b.wants("ra diff") {
+        let (c, pc) = (b.dir.join("b.ra"), b.at("b.ra"));
+        std::fs::copy(&a, &c).expect("copy");
+        let (first, second) = (
+            dd(&pa, "/dev/null", true, None),
+            dd(&pc, "/dev/null", true, None),
+        );
+        let cases: Cases = vec![
+            (
+                "dd iflag=direct of each (floor)".into(),
+                Box::new(move || {
+                    first();
+                    second();
+                }),
+                nothing(),
+            ),
+            ("cmp".into(), cmd(&["cmp", &pa, &pc]), nothing()),
+            ("ra diff".into(), cmd(&[&b.ra, "diff", &pa, &pc]), nothing()),
+        ];
+        b.report(
+            &format!("two equal {gib} GiB files compared"),
+            2 * len,
+            &cases,
+        );
+        let _ = std::fs::remove_file(&c);
+    }
+    if b.wants("rastore::read") {
+        let path = a.clone();
+        let cases: Cases = vec![
+            (
+                "dd iflag=direct (floor)".into(),
+                dd(&pa, "/dev/null", true, None),
+                nothing(),
+            ),
+            (
+                "rastore::read::<f32>".into(),
+                Box::new(move || {
+                    let x: ndarray::ArrayD<f32> = rastore::read(&path).expect("read");
+                    std::hint::black_box(x.iter().next().copied());
+                }),
+                nothing(),
+            ),
+        ];
+        b.report(
+            &format!("a {gib} GiB file read whole into memory"),
+            len,
+            &cases,
+        );
+    }
+    if b.wants("ra slice") {
+        let (copy, out) = (b.at("copy"), b.at("slice.ra"));
+        // The first half of the frames: one contiguous half of the data.
+        let half = format!(":,:,0:{}", gib * 128);
+        let cases: Cases = vec![
+            (
+                "dd of those bytes into a file (floor)".into(),
+                dd(&pa, &copy, false, Some(gib * 32)),
+                remove(Path::new(&copy)),
+            ),
+            (
+                "ra slice".into(),
+                cmd(&[&b.ra, "slice", "--slice", &half, &pa, &out]),
+                remove(Path::new(&out)),
+            ),
+        ];
+        b.report(
+            &format!("half of a {gib} GiB file sliced out"),
+            len / 2,
+            &cases,
+        );
+    }
+}
+
+fn cmd(args: &[&str]) -> Box<dyn Fn()> {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    Box::new(move || shell(&args.iter().map(String::as_str).collect::<Vec<_>>()))
 }
