@@ -605,3 +605,56 @@ fn npz_members_become_one_ra_each() {
         assert!(std::fs::read_dir(&out2).map_or(true, |mut r| r.next().is_none()));
     }
 }
+
+/// `ra slice` of a `.ra` reads the runs that hold the selection, in pieces along the
+/// last axis: steps on every axis, dropped dims, edges and empty ranges give what
+/// ndarray's slicing gives, plain and compressed, in either byte order of the data.
+#[test]
+fn slice_of_a_ra_equals_ndarray_slicing() {
+    use ndarray::{s, ArrayD, IxDyn, ShapeBuilder};
+    let d = tmp();
+    let n = 7 * 5 * 37;
+    let a = ArrayD::from_shape_vec(IxDyn(&[7, 5, 37]).f(), (0..n as u16).collect()).unwrap();
+    let cases: Vec<(&str, ArrayD<u16>)> = vec![
+        (
+            "1:6:2,::3,2:35:3",
+            a.slice(s![1..6;2, ..;3, 2..35;3]).to_owned().into_dyn(),
+        ),
+        ("::2,1,5:", a.slice(s![..;2, 1, 5..]).to_owned().into_dyn()),
+        ("...,::5", a.slice(s![.., .., ..;5]).to_owned().into_dyn()),
+        ("-1,...,30:", a.slice(s![6, .., 30..]).to_owned().into_dyn()),
+        (
+            "3,4,17",
+            a.slice(s![3, 4, 17..18])
+                .to_owned()
+                .into_dyn()
+                .into_shape_with_order(IxDyn(&[]))
+                .unwrap(),
+        ),
+        (":,:,9:3", a.slice(s![.., .., 9..9]).to_owned().into_dyn()),
+    ];
+    let plain = d.path().join("plain.ra");
+    rastore::write(&plain, &a).unwrap();
+    let packed = d.path().join("packed.ra");
+    rastore::WriteOptions::new()
+        .compress(true)
+        .write(&packed, &a)
+        .unwrap();
+    // The same data big-endian: the flag set, each value's bytes swapped.
+    let swapped = d.path().join("swapped.ra");
+    let mut bytes = std::fs::read(&plain).unwrap();
+    bytes[8] |= 1;
+    let data = rastore::header_len(3).unwrap() as usize;
+    bytes[data..data + 2 * n]
+        .chunks_exact_mut(2)
+        .for_each(<[u8]>::reverse);
+    std::fs::write(&swapped, &bytes).unwrap();
+    for input in [&plain, &packed, &swapped] {
+        for (spec, want) in &cases {
+            let out = d.path().join("out.ra");
+            ok(&["slice", s(input), s(&out), "--slice", spec, "--overwrite"]);
+            let got: ArrayD<u16> = rastore::read(&out).unwrap();
+            assert_eq!(&got, want, "{} {spec}", input.display());
+        }
+    }
+}

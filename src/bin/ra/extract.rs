@@ -89,7 +89,7 @@ pub fn slice(a: &SliceArgs) -> Outcome {
     let fill = |out: &mut rastore::MappedRaMut| -> rastore::Result<()> {
         let data = out.data_mut();
         if let Some(strides) = &strides {
-            return rastore::DataReader::open(&a.input)?.read_selection_into(strides, data);
+            return read_selection(&a.input, strides, data);
         }
         let mut pos = 0;
         slice::walk(&sels, &input.dims, u64::MAX, |ix, _| {
@@ -123,6 +123,40 @@ pub fn slice(a: &SliceArgs) -> Outcome {
         .metadata(trailer)
         .create_filled(&tmp.0, input.dtype, &dims, fill)?;
     rastore::formats::convert::convert(&tmp.0, &a.output, &options, &mut |_, _| ())?;
+    Ok(())
+}
+
+/// Bytes of a slice read between updates of the progress bar, at most ...
+const SLICE_PIECE: usize = 256 << 20;
+/// ... and at least this many updates, where the last axis has as many indices.
+const SLICE_STEPS: usize = 16;
+
+/// Reads the elements `strides` pick from the `.ra` `input` into `data`, in pieces
+/// along the last axis, with progress.
+fn read_selection(input: &Path, strides: &[Stride], data: &mut [u8]) -> rastore::Result<()> {
+    let reader = rastore::DataReader::open(input)?;
+    let Some((last, lead)) = strides.split_last().filter(|_| !data.is_empty()) else {
+        return reader.read_selection_into(strides, data);
+    };
+    // Bytes per index of the last axis: the data is `last.count` of them.
+    let per = data.len() / last.count as usize;
+    let indices = (SLICE_PIECE / per)
+        .min((last.count as usize).div_ceil(SLICE_STEPS))
+        .max(1);
+    let bar = progress_bar(data.len() as u64);
+    for (k, piece) in data.chunks_mut(per * indices).enumerate() {
+        let first = last.start + (k * indices) as u64 * last.step;
+        let count = (piece.len() / per) as u64;
+        let mut sel = lead.to_vec();
+        sel.push(Stride::new(first, last.step, count));
+        reader.read_selection_into(&sel, piece)?;
+        if let Some(b) = &bar {
+            b.inc(piece.len() as u64);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     Ok(())
 }
 
