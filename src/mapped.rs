@@ -5,6 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use ndarray::{ArrayD, ArrayView, ArrayViewD, ArrayViewMutD, Dimension};
@@ -17,7 +18,7 @@ use crate::header::Header;
 use crate::owned::{read_header_at_start, read_header_live};
 use crate::sys::Advice;
 use crate::view::{stored_data, trailer, view_data, view_data_mut};
-use crate::writeback::Writeback;
+use crate::writeback::{Queued, Writeback};
 
 /// A RawArray file mapped read-only, its header validated.
 ///
@@ -192,6 +193,8 @@ pub struct MappedRaMut {
     /// Where in the file the mapping starts.
     offset: u64,
     path: PathBuf,
+    /// What fills have queued for the disk ([`Writeback`]).
+    queued: Mutex<Queued>,
 }
 
 impl MappedRaMut {
@@ -303,6 +306,7 @@ impl MappedRaMut {
             slab,
             offset,
             path: path.to_path_buf(),
+            queued: Mutex::default(),
         })
     }
 
@@ -343,7 +347,10 @@ impl MappedRaMut {
     /// [`par_fill_slabs`](Self::par_fill_slabs) or [`par_fill`](Self::par_fill),
     /// which do it themselves.
     pub fn data_mut_with_writeback(&mut self) -> (&mut [u8], Writeback<'_>) {
-        (&mut self.map, Writeback::new(&self.file, self.offset))
+        (
+            &mut self.map,
+            Writeback::new(&self.file, self.offset, &self.queued),
+        )
     }
 
     /// Fills the mapped data in parallel: splits it along the last axis into disjoint
@@ -359,7 +366,7 @@ impl MappedRaMut {
             Some(&last) if last > 0 => (self.view_header.size() / last) as usize,
             _ => 0,
         };
-        let behind = Writeback::new(&self.file, self.offset);
+        let behind = Writeback::new(&self.file, self.offset, &self.queued);
         let view = view_data_mut(&self.view_header, &mut self.map).at(&self.path)?;
         crate::fill::par_fill_slabs(view, first, |range, slab| {
             let bytes = (range.start - first) * per_index..(range.end - first) * per_index;
@@ -381,7 +388,7 @@ impl MappedRaMut {
             (Some(r), Some((&last, _))) => (r.start * (self.header.count() / last)) as usize,
             _ => 0,
         };
-        let behind = Writeback::new(&self.file, self.offset);
+        let behind = Writeback::new(&self.file, self.offset, &self.queued);
         let size = std::mem::size_of::<T>();
         let mut view = view_data_mut(&self.view_header, &mut self.map).at(&self.path)?;
         let Some(data) = view.as_slice_memory_order_mut() else {
