@@ -349,7 +349,7 @@ impl MappedRaMut {
     pub fn data_mut_with_writeback(&mut self) -> (&mut [u8], Writeback<'_>) {
         (
             &mut self.map,
-            Writeback::new(&self.file, self.offset, &self.queued),
+            Writeback::new(&self.file, self.offset, self.header.nbytes(), &self.queued),
         )
     }
 
@@ -366,7 +366,7 @@ impl MappedRaMut {
             Some(&last) if last > 0 => (self.view_header.size() / last) as usize,
             _ => 0,
         };
-        let behind = Writeback::new(&self.file, self.offset, &self.queued);
+        let behind = Writeback::new(&self.file, self.offset, self.header.nbytes(), &self.queued);
         let view = view_data_mut(&self.view_header, &mut self.map).at(&self.path)?;
         crate::fill::par_fill_slabs(view, first, |range, slab| {
             let bytes = (range.start - first) * per_index..(range.end - first) * per_index;
@@ -388,7 +388,7 @@ impl MappedRaMut {
             (Some(r), Some((&last, _))) => (r.start * (self.header.count() / last)) as usize,
             _ => 0,
         };
-        let behind = Writeback::new(&self.file, self.offset, &self.queued);
+        let behind = Writeback::new(&self.file, self.offset, self.header.nbytes(), &self.queued);
         let size = std::mem::size_of::<T>();
         let mut view = view_data_mut(&self.view_header, &mut self.map).at(&self.path)?;
         let Some(data) = view.as_slice_memory_order_mut() else {

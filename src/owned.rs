@@ -524,13 +524,7 @@ impl DataReader {
     pub fn read_selection_into(&self, sel: &[crate::Stride], out: &mut [u8]) -> Result<()> {
         let path = &self.path;
         let want = selection::check(&self.header, sel).at(path)?;
-        if out.len() as u64 != want {
-            return Err(Error::from(ErrorKind::InvalidArgument(format!(
-                "{} bytes of buffer for {want} bytes to read",
-                out.len()
-            )))
-            .at(path));
-        }
+        selection::fit(out, want).at(path)?;
         let (dims, elbyte) = (self.header.dims(), self.header.dtype().elbyte);
         match &self.source {
             Source::Decoded(data) => {

@@ -191,8 +191,9 @@ pub fn scan_many(
 
 /// Reads bytes `offset..offset + buf.len()` of the file `path` into `buf` as a scan
 /// reads them (large positioned reads, `options.readers` at once, told sequential, the
-/// cache dropped behind past half the memory), straight into `buf`: no slab buffers.
-/// Always buffered (`buf` need not be aligned).
+/// cache dropped behind when the file is larger than half the memory, whether it is
+/// read whole or a piece at a time), straight into `buf`: no slab buffers. Always
+/// buffered (`buf` need not be aligned).
 pub fn read_into(path: &Path, offset: u64, buf: &mut [u8], options: &ScanOptions) -> Result<()> {
     let file = File::open(path).map_err(io_at("open", path))?;
     read_file_into(&file, path, offset, buf, options)
@@ -211,7 +212,9 @@ pub(crate) fn read_file_into(
         return Ok(());
     }
     sys::advise_file(file, FileAdvice::Sequential, offset..offset + len);
-    let big = larger_than_cache(len);
+    // The file's size, not the piece's: callers read large files in pieces (a
+    // conversion in 64 MiB, an upload part by part).
+    let big = larger_than_cache(file.metadata().map_or(len, |m| m.len().max(len)));
     let slab = (options.slab_bytes / DIRECT_ALIGN).max(1) * DIRECT_ALIGN;
     let readers = options.readers.clamp(1, len.div_ceil(slab as u64) as usize);
     let pieces = buf.chunks_mut(slab).enumerate();

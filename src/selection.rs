@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::header::Header;
 
 /// One axis of a selection: `count` indices from `start`, `step` (≥ 1) apart.
@@ -52,7 +52,7 @@ pub(crate) struct Fetch {
 }
 
 /// The runs of `sel` over data of `dims` and `elbyte` at `base`, in the output's
-/// (column-major) order, which is also the object's; `sel` is checked already.
+/// (column-major) order, which is also the source's; `sel` is checked already.
 pub(crate) fn runs(
     dims: &[u64],
     elbyte: u64,
@@ -164,6 +164,17 @@ impl Fetch {
     pub(crate) fn out_len(&self) -> usize {
         self.runs.iter().map(|r| r.len).sum()
     }
+}
+
+/// Refuses a buffer of another length than the `want` bytes to be read into it.
+pub(crate) fn fit(out: &[u8], want: u64) -> Result<()> {
+    if out.len() as u64 != want {
+        return Err(Error::from(ErrorKind::InvalidArgument(format!(
+            "{} bytes of buffer for {want} bytes to read",
+            out.len()
+        ))));
+    }
+    Ok(())
 }
 
 /// Checks `sel` against `header`, and gives the output's length in bytes.

@@ -47,22 +47,16 @@ fn float(width: usize, b: &[u8]) -> f64 {
 }
 
 /// Whether `b`, one element of `dtype` in native order, is a NaN (a complex one
-/// when either part is), tested on its bits without widening. Two elements with the
+/// when either part is), as [`Value::decode`] would find it. Two elements with the
 /// same bytes compare equal, under any tolerance, unless this is true of them.
 pub fn is_nan(dtype: DType, b: &[u8]) -> bool {
     let w = dtype.elbyte as usize;
     if b.len() < w {
         return false;
     }
-    let part = |w: usize, b: &[u8]| match w {
-        2 => f16::from_ne_bytes(arr(b)).is_nan(),
-        4 => f32::from_ne_bytes(arr(b)).is_nan(),
-        8 => f64::from_ne_bytes(arr(b)).is_nan(),
-        _ => false,
-    };
     match dtype.kind() {
-        Kind::Float => part(w, b),
-        Kind::Complex => part(w / 2, b) || part(w / 2, &b[w / 2..]),
+        Kind::Float if w <= 8 => float(w, b).is_nan(),
+        Kind::Complex => float(w / 2, b).is_nan() || float(w / 2, &b[w / 2..]).is_nan(),
         Kind::BFloat16 => bf16::from_ne_bytes(arr(b)).is_nan(),
         _ => false,
     }

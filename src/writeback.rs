@@ -68,12 +68,8 @@ impl<'a> WriteBehind<'a> {
 /// thread that finishes a part waits for the oldest parts to reach the disk.
 const QUEUED_BYTES: u64 = 256 << 20;
 
-/// The parts of a mapping queued for the disk, oldest first, and their bytes.
-#[derive(Debug, Default)]
-pub(crate) struct Queued {
-    parts: VecDeque<Range<u64>>,
-    bytes: u64,
-}
+/// The parts of a mapping queued for the disk, oldest first.
+pub(crate) type Queued = VecDeque<Range<u64>>;
 
 /// Writes back, behind a writer, the parts of a mapping it has finished: from
 /// [`MappedRaMut::data_mut_with_writeback`](crate::MappedRaMut::data_mut_with_writeback),
@@ -96,9 +92,15 @@ pub struct Writeback<'a> {
 }
 
 impl<'a> Writeback<'a> {
-    pub(crate) fn new(file: &'a File, offset: u64, queued: &'a Mutex<Queued>) -> Self {
-        let len = file.metadata().map_or(0, |m| m.len());
-        let queued = crate::scan::larger_than_cache(len).then_some(queued);
+    /// Write-back of the mapping at `offset` of `file`, whose data (all of it, not
+    /// only this mapping's) is `data_len` bytes.
+    pub(crate) fn new(
+        file: &'a File,
+        offset: u64,
+        data_len: u64,
+        queued: &'a Mutex<Queued>,
+    ) -> Self {
+        let queued = crate::scan::larger_than_cache(data_len).then_some(queued);
         Writeback {
             file,
             offset,
@@ -116,11 +118,11 @@ impl<'a> Writeback<'a> {
         sys::write_back(self.file, at.clone(), WriteBack::Start);
         let mut oldest = Vec::new();
         if let Ok(mut q) = queued.lock() {
-            q.bytes += at.end - at.start;
-            q.parts.push_back(at);
-            while q.bytes > QUEUED_BYTES {
-                let Some(r) = q.parts.pop_front() else { break };
-                q.bytes -= r.end - r.start;
+            q.push_back(at);
+            let mut bytes: u64 = q.iter().map(|r| r.end - r.start).sum();
+            while bytes > QUEUED_BYTES {
+                let Some(r) = q.pop_front() else { break };
+                bytes -= r.end - r.start;
                 oldest.push(r);
             }
         }
@@ -147,7 +149,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = File::create(dir.path().join("f")).unwrap();
         file.set_len(1 << 20).unwrap();
-        let queued = Mutex::new(Queued::default());
+        let queued = Mutex::new(Queued::new());
         let behind = Writeback {
             file: &file,
             offset: 72,
@@ -156,15 +158,11 @@ mod tests {
         let part = 100 << 20;
         for k in 0..5 {
             behind.finished(k * part..(k + 1) * part);
-            let q = queued.lock().unwrap();
-            assert!(q.bytes <= QUEUED_BYTES, "{} queued", q.bytes);
-            assert_eq!(
-                q.bytes,
-                q.parts.iter().map(|r| r.end - r.start).sum::<u64>()
-            );
+            let bytes: u64 = queued.lock().unwrap().iter().map(|r| r.end - r.start).sum();
+            assert!(bytes <= QUEUED_BYTES, "{bytes} queued");
         }
         let q = queued.lock().unwrap();
         let at = |k: u64| 72 + k * part as u64..72 + (k + 1) * part as u64;
-        assert_eq!(q.parts, [at(3), at(4)]);
+        assert_eq!(*q, [at(3), at(4)]);
     }
 }

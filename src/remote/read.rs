@@ -9,11 +9,12 @@ use object_store::aws::AmazonS3;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
 use super::client::{remote_err, runtime, store, RemoteOptions, S3Url};
-use super::select::{fit, to_native};
+use super::select::to_native;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result, ResultExt};
 use crate::header::{Encoding, Header};
 use crate::owned::RawData;
+use crate::selection::fit;
 
 /// Bytes asked for by the first GET of an open: the header of up to 58 dims, and the
 /// data of a small object.

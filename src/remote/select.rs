@@ -10,9 +10,9 @@ use futures::{StreamExt, TryStreamExt};
 use super::client::{remote_err, runtime};
 use super::read::get_exact;
 use super::RemoteRa;
-use crate::error::{Error, ErrorKind, Result, ResultExt};
+use crate::error::{Result, ResultExt};
 use crate::header::{Encoding, Header};
-use crate::selection::{check, fetches, runs, scatter, Fetch, Stride};
+use crate::selection::{check, fetches, fit, runs, scatter, Fetch, Stride};
 
 /// Runs closer than this are fetched by one GET, the bytes between them dropped.
 const GAP_BYTES: u64 = 1 << 20;
@@ -61,17 +61,6 @@ impl RemoteRa {
         to_native(header, out);
         Ok(())
     }
-}
-
-/// Refuses a buffer of another length than the `want` bytes to be read into it.
-pub(super) fn fit(out: &[u8], want: u64) -> Result<()> {
-    if out.len() as u64 != want {
-        return Err(Error::from(ErrorKind::InvalidArgument(format!(
-            "{} bytes of buffer for {want} bytes to read",
-            out.len()
-        ))));
-    }
-    Ok(())
 }
 
 /// `out` in native byte order, when `header`'s data is not.

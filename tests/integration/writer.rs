@@ -334,6 +334,9 @@ fn ra_create_makes_a_preallocated_zeroed_file() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+/// Below half the memory `finished` writes nothing behind (the page cache keeps the
+/// file); what it does past that is tested in src/writeback.rs. Here: the calls from
+/// the pool's threads leave a fill that reads back whole.
 #[test]
 fn a_fill_written_behind_by_its_threads_reads_back_whole() {
     use rayon::prelude::*;

@@ -204,8 +204,8 @@ pub fn diff_elements(
                 .enumerate()
                 .map(|(j, (ta, tb))| {
                     let mut d = Differences::default();
-                    // Equal bytes are equal values unless NaN: most of two files
-                    // that mostly agree is passed over at memory speed.
+                    // Equal bytes are equal values unless NaN: a task whose bytes
+                    // agree is only looked at for NaNs, nothing decoded.
                     let nan = |x: &[u8]| may_be_nan && values::is_nan(dtype, x);
                     if ta == tb && !ta.chunks_exact(w).any(nan) {
                         return d;

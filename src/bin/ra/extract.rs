@@ -76,9 +76,11 @@ pub fn slice(a: &SliceArgs) -> Outcome {
         .collect();
     let w = input.dtype.elbyte as usize;
     let trailer = fields_trailer(&input, &a.input, &dims)?;
-    // From a .ra, only the byte runs holding the selection are read, several at once;
-    // from a .npy (perhaps C order), element by element from its mapping.
-    let strides: Option<Vec<Stride>> = (Format::of(&a.input).ok() == Some(Format::Ra)).then(|| {
+    // From a plain .ra, only the byte runs holding the selection are read, several at
+    // once; from a .npy (perhaps C order), or a compressed .ra already decoded by
+    // `Input::open`, element by element from its bytes.
+    let plain_ra = Format::of(&a.input).ok() == Some(Format::Ra) && input.source().is_some();
+    let strides: Option<Vec<Stride>> = plain_ra.then(|| {
         sels.iter()
             .map(|s| match *s {
                 Sel::Index(i) => Stride::new(i, 1, 1),
