@@ -100,6 +100,28 @@ pub fn ndarray_entity(trailer: &[u8]) -> Option<Hash> {
     ndarray_of(&parse_trailer(trailer)?)?.as_hash().cloned()
 }
 
+/// The dimension names of an NDL trailer (the `name` of each `dimcoords` entry, as
+/// `rastore.write` of an xarray `DataArray` and Zarr conversions record them), when
+/// it names all `ndims` dims.
+pub fn dimension_names(trailer: &[u8], ndims: usize) -> Option<Vec<String>> {
+    let entity = ndarray_entity(trailer)?;
+    let entries = entity.get(&s("dimcoords"))?.as_vec()?;
+    let names: Vec<String> = entries
+        .iter()
+        .map(|e| e.as_hash()?.get(&s("name"))?.as_str().map(str::to_string))
+        .collect::<Option<_>>()?;
+    (names.len() == ndims).then_some(names)
+}
+
+/// The `dimcoords` entry of an NDL ndarray that names its dims (and no coordinates).
+pub fn dimcoords(names: &[String]) -> (String, Yaml) {
+    let entries = names
+        .iter()
+        .map(|n| map(vec![("name", Yaml::String(n.clone()))]))
+        .collect();
+    ("dimcoords".to_string(), Yaml::Array(entries))
+}
+
 /// The NumPy descr recorded in a trailer written by `ra convert` (structured dtypes),
 /// if it describes elements of `elbyte` bytes.
 pub fn numpy_descr(trailer: &[u8], elbyte: u64) -> Option<Descr> {

@@ -505,12 +505,14 @@ fn kept_trailer(attrs: &Map<String, Value>) -> Option<Vec<u8>> {
     }
 }
 
-/// The trailer of the `.ra` made from a Zarr array with `attrs`, for elements of
-/// `header` (with `descr` for user types): the trailer kept under [`TRAILER_KEY`] when
-/// the other attributes are still the ones it holds; else an NDL document with them
-/// (and the compound of a structured type); empty when there is nothing to keep.
+/// The trailer of the `.ra` made from a Zarr array with `attrs` and dimension
+/// `names`, for elements of `header` (with `descr` for user types): the trailer kept
+/// under [`TRAILER_KEY`] when the other attributes and the names are still the ones it
+/// holds; else an NDL document with them (the names as `dimcoords`, and the compound of
+/// a structured type); empty when there is nothing to keep.
 pub fn trailer_of_attributes(
     attrs: &Map<String, Value>,
+    names: Option<&[String]>,
     header: &crate::Header,
     descr: Option<&Descr>,
 ) -> Vec<u8> {
@@ -520,21 +522,43 @@ pub fn trailer_of_attributes(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     if let Some(kept) = kept_trailer(attrs) {
-        if attributes_of_trailer(&kept)
+        let same_attributes = attributes_of_trailer(&kept)
             .into_iter()
             .filter(|(k, _)| k != TRAILER_KEY)
             .collect::<Map<_, _>>()
-            == others
-        {
+            == others;
+        let kept_names = crate::formats::ndl::dimension_names(&kept, header.ndims());
+        if same_attributes && (names.is_none() || kept_names.as_deref() == names) {
             return kept;
         }
     }
-    if others.is_empty() && descr.is_none() {
+    if others.is_empty() && descr.is_none() && names.is_none() {
         return Vec::new();
     }
     let attributes = (!others.is_empty()).then(|| yaml_of_json(&Value::Object(others)));
-    let doc = crate::formats::ndl::document(None, header, descr, attributes);
-    crate::formats::ndl::to_text(&doc).into_bytes()
+    match names {
+        Some(names) => crate::formats::ndl::labeled_trailer(
+            header,
+            descr,
+            attributes.unwrap_or(Yaml::Hash(Hash::new())),
+            vec![crate::formats::ndl::dimcoords(names)],
+        ),
+        None => {
+            let doc = crate::formats::ndl::document(None, header, descr, attributes);
+            crate::formats::ndl::to_text(&doc).into_bytes()
+        }
+    }
+}
+
+/// The dimension names of a Zarr array: v3's `dimension_names` (all of them named),
+/// or xarray's `_ARRAY_DIMENSIONS` attribute of a v2 array.
+pub fn dimension_names(names: &Value, ndims: usize) -> Option<Vec<String>> {
+    let names: Vec<String> = names
+        .as_array()?
+        .iter()
+        .map(|n| n.as_str().map(str::to_string))
+        .collect::<Option<_>>()?;
+    (names.len() == ndims).then_some(names)
 }
 
 /// Decodes standard base64 (with or without padding); `None` if it is not.
@@ -627,13 +651,13 @@ mod tests {
             .unwrap();
         let mut attrs = attributes_of_trailer(&t);
         assert_eq!(attrs["units"], json!("m"));
-        assert_eq!(trailer_of_attributes(&attrs, &h, None), t);
+        assert_eq!(trailer_of_attributes(&attrs, None, &h, None), t);
         attrs.insert("units".into(), json!("km"));
-        let changed = String::from_utf8(trailer_of_attributes(&attrs, &h, None)).unwrap();
+        let changed = String::from_utf8(trailer_of_attributes(&attrs, None, &h, None)).unwrap();
         assert!(changed.contains("units: km"), "{changed}");
         assert!(attributes_of_trailer(b"\xff\x00").contains_key(TRAILER_KEY));
         assert_eq!(
-            trailer_of_attributes(&attributes_of_trailer(b"\xff\x00"), &h, None),
+            trailer_of_attributes(&attributes_of_trailer(b"\xff\x00"), None, &h, None),
             b"\xff\x00"
         );
     }

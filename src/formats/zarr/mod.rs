@@ -22,6 +22,7 @@
 //! anything is sized by them, and a bad store or chunk is an error naming it.
 
 pub mod meta;
+mod numcodecs;
 mod read;
 mod store;
 mod write;

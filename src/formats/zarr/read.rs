@@ -13,6 +13,7 @@ use zarrs::plugin::{ExtensionName, ZarrVersion};
 use zarrs::storage::ReadableWritableStorageTraits;
 
 use super::meta::{self, Elem};
+use super::numcodecs;
 use super::store::{self, Location, Store};
 use super::{bytes_of, refuse, zarr_err, GridIndices, Region, BATCH_PER_THREAD};
 use crate::dtype::DType;
@@ -34,6 +35,11 @@ pub struct ZarrInput {
     dims: Vec<u64>,
     chunk: Vec<u64>,
     attributes: Map<String, Value>,
+    /// The dimension names (v3 `dimension_names`, v2 `_ARRAY_DIMENSIONS`).
+    names: Option<Vec<String>>,
+    /// The codecs of a v2 array that rastore undoes itself (numcodecs' `lz4`, `delta`),
+    /// with the chunks' order (F) and byte order (big) that zarrs then does not undo.
+    own: Option<(numcodecs::Chain, bool, bool)>,
     /// The stored chunks are the column-major elements themselves once their
     /// bytes-to-bytes codecs are undone (`transpose` to `[n-1, …, 0]` and little-endian
     /// `bytes`, or a 1-d or 0-d array with plain `bytes`).
@@ -103,7 +109,8 @@ impl ZarrInput {
     }
 
     fn open_in(store: Store, shown: PathBuf) -> Result<ZarrInput> {
-        let (meta, elem, dims, chunk, attributes) =
+        let mut own = None;
+        let (meta, elem, dims, chunk, attributes, names) =
             if let Some(b) = get(&store, "zarr.json", &shown)? {
                 let mut v = parse(&b, "zarr.json", &shown)?;
                 if v["node_type"] == "group" {
@@ -125,6 +132,8 @@ impl ZarrInput {
                 }
                 let chunk = extents(&grid["configuration"]["chunk_shape"], "chunk_shape", &shown)?;
                 let attributes = v["attributes"].as_object().cloned().unwrap_or_default();
+                let names = meta::dimension_names(&v["dimension_names"], dims.len());
+                numcodecs::fill_in_v3(&mut v);
                 if !matches!(elem, Elem::Plain(_)) {
                     // zarrs has no structured or fixed-length string types: it sees their
                     // bytes as raw bits, which is what a `.ra` holds.
@@ -135,12 +144,18 @@ impl ZarrInput {
                 }
                 let m: ArrayMetadataV3 = serde_json::from_value(v)
                     .map_err(|e| zarr_err(&shown, None, format!("zarr.json: {e}")))?;
-                (ArrayMetadata::V3(m), elem, dims, chunk, attributes)
+                (ArrayMetadata::V3(m), elem, dims, chunk, attributes, names)
             } else if let Some(b) = get(&store, ".zarray", &shown)? {
                 let mut v = parse(&b, ".zarray", &shown)?;
                 let elem = meta::elem_v2(&v["dtype"]).map_err(|e| e.at(&shown))?;
                 let dims = extents(&v["shape"], "shape", &shown)?;
                 let chunk = extents(&v["chunks"], "chunks", &shown)?;
+                if let Some(chain) = numcodecs::take_v2(&mut v).map_err(|e| e.at(&shown))? {
+                    let f_order = v["order"] == "F";
+                    let big = matches!(elem, Elem::Plain(_))
+                        && v["dtype"].as_str().is_some_and(|d| d.starts_with('>'));
+                    own = Some((chain, f_order, big));
+                }
                 if !matches!(elem, Elem::Plain(_)) {
                     let n = elem.itemsize()?;
                     v["dtype"] = Value::String(format!("|V{n}"));
@@ -150,17 +165,21 @@ impl ZarrInput {
                     // A 0-d array has one order: zarrs must not make an empty transpose.
                     v["order"] = Value::String("C".into());
                 }
-                let attributes = match get(&store, ".zattrs", &shown)? {
+                let mut attributes = match get(&store, ".zattrs", &shown)? {
                     Some(b) => parse(&b, ".zattrs", &shown)?
                         .as_object()
                         .cloned()
                         .unwrap_or_default(),
                     None => Map::new(),
                 };
+                // xarray's dimension names of a v2 array: labels, not attributes.
+                let names = attributes
+                    .remove("_ARRAY_DIMENSIONS")
+                    .and_then(|n| meta::dimension_names(&n, dims.len()));
                 let mut m: ArrayMetadataV2 = serde_json::from_value(v)
                     .map_err(|e| zarr_err(&shown, None, format!(".zarray: {e}")))?;
                 m.attributes = attributes.clone();
-                (ArrayMetadata::V2(m), elem, dims, chunk, attributes)
+                (ArrayMetadata::V2(m), elem, dims, chunk, attributes, names)
             } else {
                 return Err(zarr_err(
                     &shown,
@@ -174,6 +193,7 @@ impl ZarrInput {
             .map_err(|e| zarr_err(&shown, None, e))?;
         let column_major = column_major(&array, dims.len());
         let zstd_only = column_major
+            && own.is_none()
             && matches!(array.codecs().bytes_to_bytes_codecs(),
                 [c] if c.name(ZarrVersion::V3).as_deref() == Some("zstd"));
         Ok(ZarrInput {
@@ -183,6 +203,8 @@ impl ZarrInput {
             dims,
             chunk,
             attributes,
+            names,
+            own,
             column_major,
             zstd_only,
         })
@@ -203,11 +225,13 @@ impl ZarrInput {
         self.elem.dtype()
     }
 
-    /// The `.ra` trailer: the attributes (and a structured type's compound).
+    /// The `.ra` trailer: the attributes and dimension names (and a structured type's
+    /// compound).
     pub fn trailer(&self) -> Result<Vec<u8>> {
         let header = Header::new(self.dtype()?, &self.dims)?;
         Ok(meta::trailer_of_attributes(
             &self.attributes,
+            self.names.as_deref(),
             &header,
             self.elem.descr(),
         ))
@@ -314,8 +338,7 @@ impl ZarrInput {
         let err = |e: &dyn std::fmt::Display| self.chunk_err(index, e);
         let itemsize = self.elem.itemsize()?;
         let n = bytes_of(&self.chunk, itemsize).unwrap_or(0) as usize;
-        let options = CodecOptions::default().with_concurrent_target(1);
-        if self.column_major {
+        if self.column_major || self.own.is_some() {
             let Some(stored) = self.encoded(index)? else {
                 return Ok(self
                     .array
@@ -323,17 +346,23 @@ impl ZarrInput {
                     .as_ne_bytes()
                     .repeat(n / itemsize as usize));
             };
-            let chain = self.array.codecs();
-            let b2b = chain.bytes_to_bytes_codecs();
-            // The decoded size each codec sees, innermost first.
-            let mut reps = vec![zarrs::array::BytesRepresentation::FixedSize(n as u64)];
-            for c in b2b {
-                let r = c.encoded_representation(reps.last().unwrap_or(&reps[0]));
-                reps.push(r);
+            let Some((chain, f_order, big)) = &self.own else {
+                return self.decode_bytes(stored, n).map_err(|e| err(&e));
+            };
+            // The bytes each filter made, in the order they were applied.
+            let mut sizes = vec![n];
+            for f in &chain.filters {
+                sizes.push(f.encoded_len(sizes[sizes.len() - 1]));
             }
-            let mut bytes: Cow<[u8]> = Cow::Owned(stored);
-            for (c, rep) in b2b.iter().zip(&reps).rev() {
-                bytes = c.decode(bytes, rep, &options).map_err(|e| err(&e))?;
+            let filtered = sizes[sizes.len() - 1];
+            let mut bytes = if chain.lz4 {
+                numcodecs::lz4_decode(&stored, filtered)
+            } else {
+                self.decode_bytes(stored, filtered)
+            }
+            .map_err(|e| err(&e))?;
+            for f in chain.filters.iter().rev() {
+                bytes = f.decode(&bytes).map_err(|e| err(&e))?;
             }
             if bytes.len() != n {
                 return Err(err(&format!(
@@ -341,8 +370,16 @@ impl ZarrInput {
                     bytes.len()
                 )));
             }
-            return Ok(bytes.into_owned());
+            if *big {
+                let unit = self.elem.dtype()?.swap_unit().unwrap_or(1);
+                crate::codec::swap_bytes(&mut bytes, unit);
+            }
+            if *f_order || self.chunk.len() < 2 {
+                return Ok(bytes);
+            }
+            return self.c_to_f(&bytes);
         }
+        let options = CodecOptions::default().with_concurrent_target(1);
         let chunk: ArrayBytes = self
             .array
             .retrieve_chunk_opt(index, &options)
@@ -354,15 +391,42 @@ impl ZarrInput {
                 c_order.len()
             )));
         }
-        let mut f = vec![0u8; n];
+        self.c_to_f(&c_order)
+    }
+
+    /// Undoes the array's bytes-to-bytes codecs (zarrs'), innermost last, on `stored`,
+    /// which must decode to `n` bytes.
+    fn decode_bytes(&self, stored: Vec<u8>, n: usize) -> Result<Vec<u8>> {
+        let options = CodecOptions::default().with_concurrent_target(1);
+        let chain = self.array.codecs();
+        let b2b = chain.bytes_to_bytes_codecs();
+        // The decoded size each codec sees, innermost first.
+        let mut reps = vec![zarrs::array::BytesRepresentation::FixedSize(n as u64)];
+        for c in b2b {
+            let r = c.encoded_representation(reps.last().unwrap_or(&reps[0]));
+            reps.push(r);
+        }
+        let mut bytes: Cow<[u8]> = Cow::Owned(stored);
+        for (c, rep) in b2b.iter().zip(&reps).rev() {
+            bytes = c
+                .decode(bytes, rep, &options)
+                .map_err(|e| Error::decode("zarr", e.to_string()))?;
+        }
+        if bytes.len() != n {
+            return Err(Error::decode(
+                "zarr",
+                format!("decodes to {} bytes, a chunk is {n}", bytes.len()),
+            ));
+        }
+        Ok(bytes.into_owned())
+    }
+
+    /// A whole chunk's C-order bytes, column-major.
+    fn c_to_f(&self, c_order: &[u8]) -> Result<Vec<u8>> {
+        let mut f = vec![0u8; c_order.len()];
         let shape = crate::view::shape_usize(&self.chunk)?;
-        crate::layout::transpose_c_to_f(
-            &c_order,
-            &shape,
-            itemsize as usize,
-            &mut f,
-            &mut |_, _| (),
-        )?;
+        let itemsize = self.elem.itemsize()? as usize;
+        crate::layout::transpose_c_to_f(c_order, &shape, itemsize, &mut f, &mut |_, _| ())?;
         Ok(f)
     }
 }

@@ -55,6 +55,7 @@ fn metadata(
     big: bool,
     codec: Codec,
     attributes: serde_json::Map<String, Value>,
+    names: Option<Vec<String>>,
 ) -> Value {
     let mut codecs = Vec::new();
     if dims.len() > 1 {
@@ -73,7 +74,7 @@ fn metadata(
         Codec::Blosc(level) => codecs.push(json!({"name": "blosc", "configuration": {
             "cname": "zstd", "clevel": level, "shuffle": "shuffle", "typesize": t.itemsize, "blocksize": 0}})),
     }
-    json!({
+    let mut doc = json!({
         "zarr_format": 3,
         "node_type": "array",
         "shape": dims,
@@ -84,7 +85,11 @@ fn metadata(
         "codecs": codecs,
         "attributes": attributes,
         "storage_transformers": [],
-    })
+    });
+    if let Some(names) = names {
+        doc["dimension_names"] = json!(names);
+    }
+    doc
 }
 
 /// Converts the `.ra` file `input` into a Zarr v3 array at `output`. A local output is
@@ -124,7 +129,8 @@ pub fn ra_to_zarr(
         None => default_chunks(&dims, t.itemsize, CHUNK_BYTES),
     };
     let attributes = meta::attributes_of_trailer(&trailer);
-    let doc = metadata(&dims, &chunk, &t, big, options.codec, attributes);
+    let names = crate::formats::ndl::dimension_names(&trailer, dims.len());
+    let doc = metadata(&dims, &chunk, &t, big, options.codec, attributes, names);
     let shown = output.shown();
     let (dir, placed) = prepare(output, options.overwrite)?;
     let result = (|| {
@@ -163,6 +169,7 @@ pub fn ra_to_zarr(
 fn prepare(output: &Location, overwrite: bool) -> Result<(Option<PathBuf>, PathBuf)> {
     match output {
         Location::Local(p) => {
+            crate::replace::check_folder(p)?;
             if p.exists() && !overwrite {
                 return Err(Error::from(ErrorKind::Exists).at(p));
             }
@@ -172,7 +179,7 @@ fn prepare(output: &Location, overwrite: bool) -> Result<(Option<PathBuf>, PathB
                 .unwrap_or_default();
             let tmp =
                 crate::replace::parent_dir(p).join(format!(".{name}.{}.tmp", std::process::id()));
-            std::fs::create_dir_all(&tmp).map_err(io_at("create folder", p))?;
+            std::fs::create_dir(&tmp).map_err(io_at("create folder", p))?;
             Ok((Some(tmp), p.clone()))
         }
         Location::Object { url, .. } => {
