@@ -243,6 +243,16 @@ impl Error {
         self
     }
 
+    /// This error naming `to` where it named `from`: for a tool that works through a
+    /// file of its own (a scratch download, a temporary output), whose errors must name
+    /// the user's path.
+    pub fn shown_as(mut self, from: &Path, to: impl AsRef<Path>) -> Self {
+        if self.0.path.as_deref() == Some(from) {
+            self.0.path = Some(to.as_ref().to_path_buf());
+        }
+        self
+    }
+
     pub(crate) fn io(op: &'static str, source: io::Error) -> Self {
         ErrorKind::Io { op, source }.into()
     }

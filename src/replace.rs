@@ -227,6 +227,22 @@ pub(crate) fn refuse_existing(path: &Path, how: Placement) -> Result<()> {
     Ok(())
 }
 
+/// Refuses an output `path` whose folder does not exist: every writer, of a file or of
+/// a folder (a Zarr store, an archive's members), makes the output itself and never
+/// the folders above it, as `cp` and NumPy do.
+pub(crate) fn check_folder(path: &Path) -> Result<()> {
+    let dir = parent_dir(path);
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(missing_folder(dir).at(path))
+}
+
+fn missing_folder(dir: &Path) -> Error {
+    let why = format!("the folder {} does not exist", dir.display());
+    Error::io("create", io::Error::new(io::ErrorKind::NotFound, why))
+}
+
 fn exists(path: &Path) -> Error {
     Error::from(ErrorKind::Exists).at(path)
 }
@@ -234,8 +250,7 @@ fn exists(path: &Path) -> Error {
 /// Why a new file could not be made in `dir`: most often, there is no such folder.
 fn not_created(e: io::Error, dir: &Path) -> Error {
     if e.kind() == io::ErrorKind::NotFound && !dir.is_dir() {
-        let why = format!("the folder {} does not exist", dir.display());
-        Error::io("create", io::Error::new(io::ErrorKind::NotFound, why))
+        missing_folder(dir)
     } else {
         Error::io("create a file in its folder", e)
     }

@@ -47,9 +47,22 @@ fn bad_token(why: impl std::fmt::Display) -> Error {
 
 impl FillToken {
     /// Begins the upload of an array of `dtype` and `dims` (with `trailer`) to `url`
-    /// and plans its parts. Nothing is visible under the key until
-    /// [`complete`](Self::complete).
+    /// and plans its parts: [`plan`](Self::plan), then [`start`](Self::start). Nothing
+    /// is visible under the key until [`complete`](Self::complete).
     pub fn begin(
+        url: &str,
+        dtype: DType,
+        dims: &[u64],
+        trailer: &[u8],
+        options: &RemoteOptions,
+    ) -> Result<FillToken> {
+        Self::plan(url, dtype, dims, trailer, options)?.start(options)
+    }
+
+    /// Plans the parts of an upload without beginning it (no request is made): a
+    /// token with no upload id yet, whose [`frames`](Self::frames) already hold. A
+    /// job can be laid out first and begin its upload only when it runs.
+    pub fn plan(
         url: &str,
         dtype: DType,
         dims: &[u64],
@@ -80,19 +93,25 @@ impl FillToken {
             ))
             .into());
         }
-        let u = S3Url::parse(url)?;
-        let store = store(&u, options)?;
-        let upload_id = runtime()?
-            .block_on(store.create_multipart(&u.path()))
-            .map_err(remote_err("create multipart upload", &u))?;
         Ok(FillToken {
-            url: u.to_string(),
-            upload_id,
+            url: S3Url::parse(url)?.to_string(),
+            upload_id: String::new(),
             dtype,
             dims: dims.to_vec(),
             frames_per_part: fpp,
             trailer: trailer.to_vec(),
         })
+    }
+
+    /// Begins the multipart upload a [`plan`](Self::plan) describes: the same token
+    /// with the upload's id.
+    pub fn start(mut self, options: &RemoteOptions) -> Result<FillToken> {
+        let u = S3Url::parse(&self.url)?;
+        let store = store(&u, options)?;
+        self.upload_id = runtime()?
+            .block_on(store.create_multipart(&u.path()))
+            .map_err(remote_err("create multipart upload", &u))?;
+        Ok(self)
     }
 
     /// The header of the finished object.

@@ -152,30 +152,13 @@ impl RemoteRa {
                 .copy_from_slice(&self.first[start as usize..end as usize]);
             start = end;
         }
-        let step = self.options.range_bytes.max(1);
-        let pieces: Vec<Range<u64>> = (start..range.end)
-            .step_by(step as usize)
-            .map(|a| a..(a + step).min(range.end))
-            .collect();
-        let path = self.url.path();
-        let base = range.start;
-        runtime()?
-            .block_on(async {
-                futures::stream::iter(pieces)
-                    .map(|r| {
-                        let path = &path;
-                        async move { Ok((get_exact(&self.store, path, r.clone()).await?, r)) }
-                    })
-                    .buffer_unordered(self.options.concurrency.max(1))
-                    .try_for_each(|(bytes, r)| {
-                        let at = (r.start - base) as usize;
-                        out[at..at + bytes.len()].copy_from_slice(&bytes);
-                        async { Ok(()) }
-                    })
-                    .await
-            })
-            .map_err(remote_err("get", &self.url))?;
-        Ok(())
+        ranged_into(
+            &self.store,
+            &self.url,
+            start..range.end,
+            &self.options,
+            &mut out[(start - range.start) as usize..],
+        )
     }
 
     /// What `ra info` says of the object (the trailer is fetched only where its
@@ -267,6 +250,40 @@ impl RemoteRa {
         image.extend_from_slice(&data);
         crate::read_from(&image[..]).at(&self.url.shown())
     }
+}
+
+/// Bytes `range` of the object at `url` into `out` (the range's length), with
+/// concurrent ranged GETs of at most `range_bytes` each, each landing in its place.
+pub(super) fn ranged_into(
+    store: &AmazonS3,
+    url: &S3Url,
+    range: Range<u64>,
+    options: &RemoteOptions,
+    out: &mut [u8],
+) -> Result<()> {
+    let step = options.range_bytes.max(1);
+    let pieces: Vec<Range<u64>> = (range.start..range.end)
+        .step_by(step as usize)
+        .map(|a| a..(a + step).min(range.end))
+        .collect();
+    let path = url.path();
+    let base = range.start;
+    runtime()?
+        .block_on(async {
+            futures::stream::iter(pieces)
+                .map(|r| {
+                    let path = &path;
+                    async move { Ok((get_exact(store, path, r.clone()).await?, r)) }
+                })
+                .buffer_unordered(options.concurrency.max(1))
+                .try_for_each(|(bytes, r)| {
+                    let at = (r.start - base) as usize;
+                    out[at..at + bytes.len()].copy_from_slice(&bytes);
+                    async { Ok(()) }
+                })
+                .await
+        })
+        .map_err(remote_err("get", url))
 }
 
 /// One ranged GET of `range`, refused when the answer has another length (the object

@@ -23,6 +23,9 @@ pub struct SliceArgs {
     /// The selection, as for cat; dims an integer index selects are dropped, as NumPy drops them.
     #[arg(long, allow_hyphen_values = true)]
     slice: String,
+    /// For a PNG output scaled to gray: the gray level (0 to 255) of NaN elements, which are refused without it.
+    #[arg(long, value_name = "GRAY")]
+    nan_gray: Option<u8>,
     /// Replace an existing output.
     #[arg(long)]
     overwrite: bool,
@@ -80,18 +83,26 @@ pub fn slice(a: &SliceArgs) -> Outcome {
     // once; from a .npy (perhaps C order), or a compressed .ra already decoded by
     // `Input::open`, element by element from its bytes.
     let plain_ra = Format::of(&a.input).ok() == Some(Format::Ra) && input.source().is_some();
+    // Descending ranges are read ascending, then flipped in place.
     let strides: Option<Vec<Stride>> = plain_ra.then(|| {
         sels.iter()
-            .map(|s| match *s {
-                Sel::Index(i) => Stride::new(i, 1, 1),
-                Sel::Range { start, step, .. } => Stride::new(start, step, s.count()),
+            .map(|s| {
+                let ((first, step, count), _) = s.ascending();
+                Stride::new(first, step, count)
             })
             .collect()
     });
+    let counts: Vec<u64> = sels.iter().map(Sel::count).collect();
     let fill = |out: &mut rastore::MappedRaMut| -> rastore::Result<()> {
         let data = out.data_mut();
         if let Some(strides) = &strides {
-            return read_selection(&a.input, strides, data);
+            read_selection(&a.input, strides, data)?;
+            for (axis, s) in sels.iter().enumerate() {
+                if s.ascending().1 {
+                    slice::flip(data, &counts, w, axis);
+                }
+            }
+            return Ok(());
         }
         let mut pos = 0;
         slice::walk(&sels, &input.dims, u64::MAX, |ix, _| {
@@ -108,7 +119,9 @@ pub fn slice(a: &SliceArgs) -> Outcome {
             .create_filled(&a.output, input.dtype, &dims, fill)?;
         return Ok(());
     }
-    let options = ConvertOptions::new().overwrite(a.overwrite);
+    let options = ConvertOptions::new()
+        .overwrite(a.overwrite)
+        .nan_gray(a.nan_gray);
     options.check_output(&a.output)?;
     // A .npy or .png: the sub-array as a .ra beside it first, converted piece by piece.
     let name = a
@@ -120,11 +133,15 @@ pub fn slice(a: &SliceArgs) -> Outcome {
         .output
         .with_file_name(format!(".ra-slice-{}-{name}.ra", std::process::id()));
     let tmp = Removed(tmp);
+    // Errors name the output, not the file on the way to it.
+    let shown = |e: rastore::Error| e.shown_as(&tmp.0, &a.output);
     CreateOptions::new()
         .overwrite(true)
         .metadata(trailer)
-        .create_filled(&tmp.0, input.dtype, &dims, fill)?;
-    rastore::formats::convert::convert(&tmp.0, &a.output, &options, &mut |_, _| ())?;
+        .create_filled(&tmp.0, input.dtype, &dims, fill)
+        .map_err(shown)?;
+    rastore::formats::convert::convert(&tmp.0, &a.output, &options, &mut |_, _| ())
+        .map_err(shown)?;
     Ok(())
 }
 

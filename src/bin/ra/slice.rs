@@ -6,8 +6,8 @@
 pub enum Sel {
     /// A single index: the dim is dropped from the result.
     Index(u64),
-    /// `start, start + step, ...` below `stop`.
-    Range { start: u64, stop: u64, step: u64 },
+    /// `count` indices `start, start + step, ...` (a negative step walks down).
+    Range { start: u64, step: i64, count: u64 },
 }
 
 impl Sel {
@@ -15,7 +15,7 @@ impl Sel {
     pub fn count(&self) -> u64 {
         match *self {
             Sel::Index(_) => 1,
-            Sel::Range { start, stop, step } => stop.saturating_sub(start).div_ceil(step),
+            Sel::Range { count, .. } => count,
         }
     }
 
@@ -23,25 +23,87 @@ impl Sel {
     pub fn at(&self, k: u64) -> u64 {
         match *self {
             Sel::Index(i) => i,
-            Sel::Range { start, step, .. } => start + k * step,
+            Sel::Range { start, step, .. } => {
+                (i128::from(start) + i128::from(k) * i128::from(step)) as u64
+            }
+        }
+    }
+
+    /// The same indices in ascending order, as `(first, step, count)`, and whether
+    /// they were given descending.
+    pub fn ascending(&self) -> ((u64, u64, u64), bool) {
+        match *self {
+            Sel::Index(i) => ((i, 1, 1), false),
+            Sel::Range { step, count, .. } if step < 0 && count > 0 => {
+                ((self.at(count - 1), step.unsigned_abs(), count), true)
+            }
+            Sel::Range { start, step, count } => ((start, step.unsigned_abs(), count), false),
         }
     }
 }
 
-fn index(text: &str, extent: u64, clamp: bool) -> Result<u64, String> {
+fn index(text: &str, extent: u64) -> Result<u64, String> {
     let v: i128 = text
         .trim()
         .parse()
         .map_err(|_| format!("{text:?} is not an index"))?;
     let e = i128::from(extent);
     let r = if v < 0 { v + e } else { v };
-    if clamp {
-        Ok(r.clamp(0, e) as u64)
-    } else if (0..e).contains(&r) {
+    if (0..e).contains(&r) {
         Ok(r as u64)
     } else {
         Err(format!("index {v} is out of bounds for extent {extent}"))
     }
+}
+
+/// `start:stop:step` on an axis of `extent`, as Python's `slice.indices` resolves it:
+/// missing bounds run to the end the step walks towards, negative ones count from
+/// the end, and out-of-range ones are clamped.
+fn range(part: &str, extent: u64) -> Result<Sel, String> {
+    let f: Vec<&str> = part.split(':').collect();
+    if f.len() > 3 {
+        return Err(format!("{part:?} is not start:stop:step"));
+    }
+    let number = |s: &str| -> Result<Option<i128>, String> {
+        match s.trim() {
+            "" => Ok(None),
+            t => t
+                .parse::<i128>()
+                .map(Some)
+                .map_err(|_| format!("{t:?} is not an index")),
+        }
+    };
+    let step = match f.get(2) {
+        Some(s) => number(s)?.unwrap_or(1),
+        None => 1,
+    };
+    if step == 0 || i64::try_from(step).is_err() {
+        return Err(format!("step {step} must be a nonzero integer"));
+    }
+    let e = i128::from(extent);
+    let (lower, upper) = if step < 0 { (-1, e - 1) } else { (0, e) };
+    let bound = |v: Option<i128>, default: i128| match v {
+        None => default,
+        Some(v) if v < 0 => (v + e).max(lower),
+        Some(v) => v.min(upper),
+    };
+    let (start, stop) = if step < 0 {
+        (bound(number(f[0])?, upper), bound(number(f[1])?, lower))
+    } else {
+        (bound(number(f[0])?, lower), bound(number(f[1])?, upper))
+    };
+    let count = if step < 0 && stop < start {
+        (start - stop - 1) / -step + 1
+    } else if step > 0 && start < stop {
+        (stop - start - 1) / step + 1
+    } else {
+        0
+    };
+    Ok(Sel::Range {
+        start: start.max(0) as u64,
+        step: step as i64,
+        count: count as u64,
+    })
 }
 
 /// Parses `spec` against `dims`; missing trailing parts select everything, and one
@@ -68,40 +130,29 @@ pub fn parse(spec: &str, dims: &[u64]) -> Result<Vec<Sel>, String> {
     }
     dims.iter()
         .enumerate()
-        .map(|(d, &extent)| {
-            let Some(part) = parts.get(d) else {
-                return Ok(Sel::Range {
-                    start: 0,
-                    stop: extent,
-                    step: 1,
-                });
-            };
-            if !part.contains(':') {
-                return index(part, extent, false).map(Sel::Index);
-            }
-            let f: Vec<&str> = part.split(':').collect();
-            if f.len() > 3 {
-                return Err(format!("{part:?} is not start:stop:step"));
-            }
-            let step = match f.get(2).map(|s| s.trim()) {
-                None | Some("") => 1,
-                Some(s) => s
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|&s| s > 0)
-                    .ok_or_else(|| format!("step {s:?} must be a positive integer"))?,
-            };
-            let start = match f[0].trim() {
-                "" => 0,
-                s => index(s, extent, true)?,
-            };
-            let stop = match f[1].trim() {
-                "" => extent,
-                s => index(s, extent, true)?,
-            };
-            Ok(Sel::Range { start, stop, step })
+        .map(|(d, &extent)| match parts.get(d) {
+            None => range(":", extent),
+            Some(part) if part.contains(':') => range(part, extent),
+            Some(part) => index(part, extent).map(Sel::Index),
         })
         .collect()
+}
+
+/// Reverses, in place, the order of the indices along `axis` of column-major data of
+/// `counts` and `elbyte`-byte elements: how a descending selection read ascending is
+/// put in the order asked for.
+pub fn flip(data: &mut [u8], counts: &[u64], elbyte: usize, axis: usize) {
+    let inner = counts[..axis].iter().product::<u64>() as usize * elbyte;
+    let n = counts[axis] as usize;
+    if inner == 0 || n < 2 {
+        return;
+    }
+    for block in data.chunks_mut(inner * n) {
+        for i in 0..n / 2 {
+            let (head, tail) = block.split_at_mut((n - 1 - i) * inner);
+            head[i * inner..(i + 1) * inner].swap_with_slice(&mut tail[..inner]);
+        }
+    }
 }
 
 /// Calls `f(multi-index, linear index)` for every selected element in column-major
@@ -152,8 +203,8 @@ mod tests {
             s[0],
             Sel::Range {
                 start: 0,
-                stop: 10,
-                step: 3
+                step: 3,
+                count: 4
             }
         );
         assert_eq!(s[2], Sel::Index(4));
@@ -179,5 +230,53 @@ mod tests {
             parse("0,:,2", &dims).unwrap()
         );
         assert!(parse("...,...", &dims).is_err());
+    }
+
+    #[test]
+    fn flip_reverses_one_axis() {
+        // counts [2, 3], one byte each: columns (0 1) (2 3) (4 5).
+        let mut d: Vec<u8> = (0..6).collect();
+        flip(&mut d, &[2, 3], 1, 1);
+        assert_eq!(d, [4, 5, 2, 3, 0, 1]);
+        flip(&mut d, &[2, 3], 1, 0);
+        assert_eq!(d, [5, 4, 3, 2, 1, 0]);
+    }
+
+    /// Every start, stop and step from -12 to 12 on an axis of 9 picks what Python's
+    /// `range(9)[start:stop:step]` picks.
+    #[test]
+    fn steps_match_python_slices() {
+        let python = |start: Option<i64>, stop: Option<i64>, step: i64| -> Vec<u64> {
+            let n = 9i64;
+            let norm = |v: i64, lo: i64, hi: i64| if v < 0 { (v + n).max(lo) } else { v.min(hi) };
+            let (lo, hi) = if step < 0 { (-1, n - 1) } else { (0, n) };
+            let a = start.map_or(if step < 0 { hi } else { lo }, |v| norm(v, lo, hi));
+            let b = stop.map_or(if step < 0 { lo } else { hi }, |v| norm(v, lo, hi));
+            let mut out = Vec::new();
+            let mut i = a;
+            while (step > 0 && i < b) || (step < 0 && i > b) {
+                out.push(i as u64);
+                i += step;
+            }
+            out
+        };
+        let text = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
+        let bounds: Vec<Option<i64>> = std::iter::once(None).chain((-12..=12).map(Some)).collect();
+        for &start in &bounds {
+            for &stop in &bounds {
+                for step in (-12..=12).filter(|&s| s != 0) {
+                    let spec = format!("{}:{}:{step}", text(start), text(stop));
+                    let sel = &parse(&spec, &[9]).unwrap()[0];
+                    let got: Vec<u64> = (0..sel.count()).map(|k| sel.at(k)).collect();
+                    assert_eq!(got, python(start, stop, step), "{spec}");
+                    let ((first, by, count), down) = sel.ascending();
+                    let mut up: Vec<u64> = (0..count).map(|k| first + k * by).collect();
+                    if down {
+                        up.reverse();
+                    }
+                    assert_eq!(up, got, "{spec} ascending");
+                }
+            }
+        }
     }
 }
