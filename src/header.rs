@@ -118,9 +118,23 @@ fn word(bytes: &[u8], i: usize, big: bool) -> u64 {
 }
 
 impl Fixed {
-    /// Rules 1 and 2.
+    /// Rules 1 and 2. A file too short for the header that does not start as a
+    /// RawArray does (the magic, or the start of it, in either byte order) is no
+    /// RawArray rather than a truncated one: a short text file is named as such.
     fn parse(bytes: &[u8], file_len: u64) -> Result<Fixed> {
         if file_len < FIXED_LEN as u64 || bytes.len() < FIXED_LEN {
+            let start = &bytes[..bytes.len().min(8)];
+            let le = MAGIC.to_le_bytes();
+            let be = MAGIC.to_be_bytes();
+            if !le.starts_with(start) && !be.starts_with(start) {
+                let mut first = [0u8; 8];
+                first[..start.len()].copy_from_slice(start);
+                return Err(ErrorKind::NotRawArray {
+                    magic: u64::from_le_bytes(first),
+                    found: crate::formats::sniff::what(bytes),
+                }
+                .into());
+            }
             return Err(ErrorKind::Truncated {
                 len: file_len.min(bytes.len() as u64),
             }

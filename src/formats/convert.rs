@@ -23,7 +23,7 @@ use crate::layout::transpose_c_to_f;
 use crate::mapped::MappedNpy;
 use crate::owned::{atomic_write, open_len, read_header_at_start, RawData, WriteOptions};
 use crate::padding::Padding;
-use crate::replace::{refuse_existing, Placement};
+use crate::replace::{check_folder, refuse_existing, Placement};
 use crate::scan::{self, ScanOptions};
 use crate::view::shape_usize;
 use crate::writeback::WriteBehind;
@@ -47,15 +47,39 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format of an input `path` by its extension.
+    /// The format of an input `path` by its contents (a `.ra` named `ct.dat` is a
+    /// RawArray); by its extension only when its first bytes are none of the formats
+    /// (then the reader of that format says what is wrong).
     pub fn of(path: &Path) -> Result<Format> {
+        let mut head = [0u8; 8];
+        let mut file = File::open(path).map_err(io_at("open", path))?;
+        let n = crate::owned::read_full(&mut file, &mut head).map_err(|e| e.at(path))?;
+        if let Some(f) = Self::by_content(&head[..n]) {
+            return Ok(f);
+        }
         Self::by_extension(path).ok_or_else(|| {
-            ErrorKind::InvalidArgument(format!(
-                "{}: unknown extension (an input is .ra, .npy, .png or .npz)",
-                path.display()
-            ))
-            .into()
+            Error::from(ErrorKind::NotRawArray {
+                magic: u64::from_le_bytes(head),
+                found: crate::formats::sniff::what(&head[..n]),
+            })
+            .at(path)
         })
+    }
+
+    /// The format whose magic number `head` starts with.
+    fn by_content(head: &[u8]) -> Option<Format> {
+        let starts = |m: &[u8]| head.starts_with(m);
+        if starts(&crate::MAGIC.to_le_bytes()) || starts(&crate::MAGIC.to_be_bytes()) {
+            Some(Format::Ra)
+        } else if crate::formats::sniff::is_npy(head) {
+            Some(Format::Npy)
+        } else if starts(b"\x89PNG\r\n\x1a\n") {
+            Some(Format::Png)
+        } else if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") {
+            Some(Format::Npz)
+        } else {
+            None
+        }
     }
 
     /// The format of an output `path` by its extension (an `.npz` is never one).
@@ -92,6 +116,7 @@ impl Format {
 #[derive(Debug, Clone, Default)]
 pub struct ConvertOptions {
     compress: bool,
+    nan_gray: Option<u8>,
     overwrite: bool,
     split_links: bool,
     #[cfg(feature = "zarr")]
@@ -111,6 +136,13 @@ impl ConvertOptions {
     /// [`convert`] returns [`Converted::stored_raw`].
     pub fn compress(mut self, yes: bool) -> Self {
         self.compress = yes;
+        self
+    }
+
+    /// The gray level of NaN elements in a PNG output scaled to 8-bit gray; without
+    /// it, NaNs are refused (see [`png::encode`]).
+    pub fn nan_gray(mut self, gray: Option<u8>) -> Self {
+        self.nan_gray = gray;
         self
     }
 
@@ -156,8 +188,10 @@ impl ConvertOptions {
         self.compress
     }
 
-    /// Refuses an existing `output` unless overwriting, before any work is done.
+    /// Refuses, before any work is done, an `output` whose folder does not exist, and
+    /// an existing one unless overwriting.
     pub fn check_output(&self, output: &Path) -> Result<()> {
+        check_folder(output)?;
         refuse_existing(output, self.placement())
     }
 
@@ -586,7 +620,10 @@ fn npz_to_dir(
         .map(|m| stem(&m.name))
         .collect::<Result<Vec<_>>>()?;
     if !to_file {
-        fs::create_dir_all(dir).map_err(io_at("create folder", dir))?;
+        check_folder(dir)?;
+        if !dir.is_dir() {
+            fs::create_dir(dir).map_err(io_at("create folder", dir))?;
+        }
     }
     let mut result = Converted::default();
     for (i, (m, name)) in members.iter().zip(&names).enumerate() {
@@ -657,7 +694,7 @@ fn npy_to_png(input: &Path, output: &Path, options: &ConvertOptions) -> Result<C
         codec::swap_bytes(&mut data, unit);
     }
     atomic_write(output, options.placement(), data.len() as u64, |w| {
-        png::encode(&header, &data, w)
+        png::encode(&header, &data, options.nan_gray, w)
     })?;
     Ok(Converted::default())
 }
@@ -665,7 +702,7 @@ fn npy_to_png(input: &Path, output: &Path, options: &ConvertOptions) -> Result<C
 fn ra_to_png(input: &Path, output: &Path, options: &ConvertOptions) -> Result<Converted> {
     let raw = decoded(input)?;
     atomic_write(output, options.placement(), raw.data.len() as u64, |w| {
-        png::encode(&raw.header, &raw.data, w)
+        png::encode(&raw.header, &raw.data, options.nan_gray, w)
     })?;
     Ok(Converted::default())
 }

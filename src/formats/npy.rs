@@ -338,6 +338,29 @@ impl Descr {
             .next()
             .ok_or_else(|| bad(format!("descr {s:?}: empty type string")))?;
         let digits = chars.as_str();
+        match kind {
+            'O' => {
+                return Err(ErrorKind::Unsupported(
+                    "Python objects (dtype object) cannot be stored in a RawArray: \
+                     store numbers, bools, fixed-length strings or structured types"
+                        .into(),
+                )
+                .into())
+            }
+            'M' | 'm' => {
+                return Err(ErrorKind::Unsupported(format!(
+                    "NumPy {} ({s:?}) cannot be stored in a RawArray: store \
+                     a.astype('i8') and keep the unit beside it",
+                    if kind == 'M' {
+                        "datetimes"
+                    } else {
+                        "timedeltas"
+                    }
+                ))
+                .into())
+            }
+            _ => {}
+        }
         let count: u64 = if digits.is_empty() && kind == 'b' {
             1
         } else {

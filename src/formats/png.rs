@@ -144,8 +144,11 @@ fn fortran_to_c<E: bytemuck::Pod>(src: &[u8], shape: &[usize]) -> Result<Vec<u8>
     Ok(out)
 }
 
-/// Encodes RawArray data (native order, decoded) as a PNG.
-pub fn encode(header: &Header, data: &[u8], w: impl Write) -> Result<()> {
+/// Encodes RawArray data (native order, decoded) as a PNG. `u8` and `u16` data are
+/// the pixels; any other 2-D numeric array is scaled min..max (over its finite
+/// values) to 8-bit gray, -inf to 0 and +inf to 255; a NaN has no gray level and is
+/// refused unless `nan_gray` gives it one.
+pub fn encode(header: &Header, data: &[u8], nan_gray: Option<u8>, w: impl Write) -> Result<()> {
     let dims = header.dims();
     let dtype = header.dtype();
     let (height, width, channels) = match *dims {
@@ -184,7 +187,7 @@ pub fn encode(header: &Header, data: &[u8], w: impl Write) -> Result<()> {
             (color, bytes)
         }
         _ if channels == 1 && !matches!(dtype.kind(), Kind::User | Kind::Other) => {
-            let scaled = scale_to_u8(dtype, data);
+            let scaled = scale_to_u8(dtype, data, nan_gray)?;
             (
                 png::ColorType::Grayscale,
                 fortran_to_c::<[u8; 1]>(&scaled, &shape)?,
@@ -209,13 +212,22 @@ pub fn encode(header: &Header, data: &[u8], w: impl Write) -> Result<()> {
     writer.finish().map_err(png_err)
 }
 
-/// Scales every element's magnitude min..max to 0..255; NaN maps to 0.
-fn scale_to_u8(dtype: DType, data: &[u8]) -> Vec<u8> {
+/// Scales every element's magnitude min..max (of the finite ones) to 0..255, -inf to
+/// 0 and +inf to 255; NaN to `nan_gray`, or refused.
+fn scale_to_u8(dtype: DType, data: &[u8], nan_gray: Option<u8>) -> Result<Vec<u8>> {
     let w = dtype.elbyte as usize;
     let mags: Vec<f64> = data
         .chunks_exact(w)
         .map(|b| Value::decode(dtype, b).magnitude().unwrap_or(f64::NAN))
         .collect();
+    let nans = mags.iter().filter(|m| m.is_nan()).count();
+    if nans > 0 && nan_gray.is_none() {
+        return Err(ErrorKind::Unsupported(format!(
+            "{nans} NaN elements have no gray level in a PNG: give them one \
+             (`ra convert --nan-gray 0`, `nan_gray=0` in Python), or replace them first"
+        ))
+        .into());
+    }
     let (lo, hi) = mags
         .iter()
         .filter(|m| m.is_finite())
@@ -223,13 +235,18 @@ fn scale_to_u8(dtype: DType, data: &[u8]) -> Vec<u8> {
             (a.min(m), b.max(m))
         });
     let span = hi - lo;
-    mags.iter()
+    Ok(mags
+        .iter()
         .map(|&m| {
-            if !m.is_finite() || span <= 0.0 || !span.is_finite() {
+            if m.is_nan() {
+                nan_gray.unwrap_or(0)
+            } else if m == f64::INFINITY {
+                255
+            } else if m == f64::NEG_INFINITY || span <= 0.0 || !span.is_finite() {
                 0
             } else {
                 ((m - lo) / span * 255.0).round() as u8
             }
         })
-        .collect()
+        .collect())
 }

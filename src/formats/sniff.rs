@@ -33,12 +33,34 @@ const MAGICS: &[(&[u8], &str)] = &[
     (b"{", "JSON text"),
 ];
 
-/// What a file starting with `bytes` is, in words (`"a PNG image"`), if known.
+/// What [`what`] calls a file of printable text.
+pub const TEXT_NAME: &str = "a text file";
+
+/// What a file starting with `bytes` is, in words (`"a PNG image"`), if known: by a
+/// magic number, else text when its first bytes are printable UTF-8.
 pub fn what(bytes: &[u8]) -> Option<&'static str> {
     MAGICS
         .iter()
         .find(|(m, _)| bytes.starts_with(m))
         .map(|(_, name)| *name)
+        .or_else(|| is_text(bytes).then_some(TEXT_NAME))
+}
+
+/// Whether the first 512 bytes are printable UTF-8 (tabs and line ends allowed; a
+/// character cut at the end of the sample counts).
+fn is_text(bytes: &[u8]) -> bool {
+    let sample = &bytes[..bytes.len().min(512)];
+    let valid = match std::str::from_utf8(sample) {
+        Ok(s) => s,
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&sample[..e.valid_up_to()]).unwrap_or_default()
+        }
+        Err(_) => return false,
+    };
+    !valid.is_empty()
+        && valid
+            .chars()
+            .all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r'))
 }
 
 /// Whether `bytes` start a NumPy `.npy` file.
@@ -56,6 +78,9 @@ mod tests {
         assert_eq!(what(b"\x93NUMPY\x01\x00"), Some("a NumPy .npy file"));
         assert_eq!(what(b"rawarray"), Some("a RawArray file"));
         assert_eq!(what(b"\x00\x01"), None);
+        assert_eq!(what(b"notes on scan 4, day 2\r\n"), Some(TEXT_NAME));
+        assert_eq!(what("unié\tok".as_bytes()), Some(TEXT_NAME));
+        assert_eq!(what(b"text\x00binary"), None);
         assert!(is_npy(b"\x93NUMPY\x02\x00") && !is_npy(b"\x93NUMP"));
     }
 }

@@ -183,6 +183,10 @@ pub struct ConvertArgs {
     #[cfg(feature = "zarr")]
     #[arg(long)]
     codec: Option<rastore::formats::zarr::Codec>,
+    /// A PNG output of non-8/16-bit data is scaled to gray (-inf black, +inf white):
+    /// the gray level (0 to 255) of NaN elements, which are refused without it.
+    #[arg(long, value_name = "GRAY")]
+    nan_gray: Option<u8>,
     /// Replace an existing output.
     #[arg(long)]
     overwrite: bool,
@@ -662,6 +666,7 @@ pub fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
 pub fn convert(a: &ConvertArgs) -> Outcome {
     let options = ConvertOptions::new()
         .compress(a.compress)
+        .nan_gray(a.nan_gray)
         .overwrite(a.overwrite)
         .split_links(a.split_links);
     #[cfg(feature = "zarr")]

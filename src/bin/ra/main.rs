@@ -20,9 +20,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Inspect, create and convert RawArray (.ra) files.
+/// Inspect, create and convert RawArray (.ra) files, and convert between them and NumPy
+/// (.npy, .npz), PNG and Zarr (v2 and v3, local or s3://).
 #[derive(Parser)]
-#[command(name = "ra", version, about, long_about = None)]
+#[command(name = "ra", version, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -62,7 +63,7 @@ enum Command {
     Append(append::AppendArgs),
     /// Repair a file left open for appending by a crash, and say what was done.
     Recover(append::RecoverArgs),
-    /// Convert between .ra, .npy and .png by extension (also .ra → .ra, and .npz → a folder of .ra).
+    /// Convert between .ra, .npy, .png and Zarr: the input told by its contents, the output by its name (also .npz → a folder of .ra).
     Convert(commands::ConvertArgs),
 }
 
@@ -99,8 +100,12 @@ pub fn message(e: &rastore::Error) -> String {
             found: Some(rastore::formats::sniff::NPY_NAME),
             ..
         } => "; this command works on .ra files: `ra convert` the .npy to .ra first",
+        ErrorKind::NotRawArray {
+            found: Some(rastore::formats::sniff::TEXT_NAME),
+            ..
+        } => "",
         ErrorKind::NotRawArray { found: Some(_), .. } => {
-            "; the read commands take .ra and .npy files, and `ra convert` turns .png and .npz into .ra"
+            "; the read commands take .ra and .npy files, and `ra convert` turns .png, .npz and Zarr arrays into .ra"
         }
         _ => "",
     };

@@ -2,7 +2,8 @@
 //! numeric array, in one parallel pass (complex numbers by magnitude). Min, max, mean
 //! and std are over the finite values, as `a[np.isfinite(a)]` gives them; std is the
 //! population one (NumPy's default `ddof=0`). The min and max of integers are exact
-//! integers (an `f64` cannot hold every 64-bit one); mean and std are `f64`.
+//! integers (an `f64` cannot hold every 64-bit one), and so is the sum behind their
+//! mean (in 128 bits, divided once at the end); std is `f64`.
 
 use half::{bf16, f16};
 use rastore::{DType, Kind};
@@ -45,6 +46,44 @@ impl Exact {
     }
 }
 
+/// The exact sum of integer elements: in 128 bits, which no sum of up to 2^64
+/// elements of 64 bits or less overflows (128-bit elements may: then `None`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sum {
+    /// Signed.
+    Int(Option<i128>),
+    /// Unsigned (and Bools).
+    UInt(Option<u128>),
+}
+
+impl Sum {
+    fn join(a: Option<Sum>, b: Option<Sum>) -> Option<Sum> {
+        match (a, b) {
+            (Some(Sum::Int(a)), Some(Sum::Int(b))) => {
+                Some(Sum::Int(a.zip(b).and_then(|(a, b)| a.checked_add(b))))
+            }
+            (Some(Sum::UInt(a)), Some(Sum::UInt(b))) => {
+                Some(Sum::UInt(a.zip(b).and_then(|(a, b)| a.checked_add(b))))
+            }
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The mean of `count` elements of this sum: the quotient and the remainder's
+    /// fraction, each exact before the one rounding to `f64`.
+    fn mean(self, count: u64) -> Option<f64> {
+        let n = u128::from(count);
+        match self {
+            Sum::Int(Some(s)) => {
+                let n = n as i128;
+                Some((s / n) as f64 + (s % n) as f64 / n as f64)
+            }
+            Sum::UInt(Some(s)) => Some((s / n) as f64 + (s % n) as f64 / n as f64),
+            _ => None,
+        }
+    }
+}
+
 /// The running statistics (Welford's mean and squared deviations, merged as Chan et
 /// al. merge them, so that the parallel result matches a sequential one).
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +101,8 @@ pub struct Stats {
     pub inf: u64,
     /// The exact min and max of integer elements.
     pub exact: Option<Exact>,
+    /// The exact sum of integer elements.
+    sum: Option<Sum>,
 }
 
 impl Stats {
@@ -76,6 +117,7 @@ impl Stats {
             nan: 0,
             inf: 0,
             exact: None,
+            sum: None,
         }
     }
 
@@ -117,6 +159,7 @@ impl Stats {
             nan: a.nan + b.nan,
             inf: a.inf + b.inf,
             exact: Exact::join(a.exact, b.exact),
+            sum: Sum::join(a.sum, b.sum),
         }
     }
 
@@ -124,7 +167,8 @@ impl Stats {
     pub fn summary(&self) -> Option<(f64, f64, f64, f64)> {
         (self.finite > 0).then(|| {
             let std = (self.m2 / self.finite as f64).max(0.0).sqrt();
-            (self.min, self.max, self.mean, std)
+            let mean = self.sum.and_then(|s| s.mean(self.finite));
+            (self.min, self.max, mean.unwrap_or(self.mean), std)
         })
     }
 }
@@ -142,30 +186,34 @@ fn fold<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> f64) -> Stats {
 /// [`fold`] of signed integers, keeping their exact min and max.
 fn fold_int<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> i128) -> Stats {
     let mut s = Stats::new();
-    let (mut lo, mut hi) = (i128::MAX, i128::MIN);
+    let (mut lo, mut hi, mut sum) = (i128::MAX, i128::MIN, Some(0i128));
     for c in bytes.chunks_exact(N) {
         let mut a = [0u8; N];
         a.copy_from_slice(c);
         let v = conv(a);
         (lo, hi) = (lo.min(v), hi.max(v));
+        sum = sum.and_then(|s| s.checked_add(v));
         s.push(v as f64);
     }
     s.exact = (s.count > 0).then_some(Exact::Int(lo, hi));
+    s.sum = Some(Sum::Int(sum));
     s
 }
 
 /// [`fold`] of unsigned integers (and Bools), keeping their exact min and max.
 fn fold_uint<const N: usize>(bytes: &[u8], conv: impl Fn([u8; N]) -> u128) -> Stats {
     let mut s = Stats::new();
-    let (mut lo, mut hi) = (u128::MAX, u128::MIN);
+    let (mut lo, mut hi, mut sum) = (u128::MAX, u128::MIN, Some(0u128));
     for c in bytes.chunks_exact(N) {
         let mut a = [0u8; N];
         a.copy_from_slice(c);
         let v = conv(a);
         (lo, hi) = (lo.min(v), hi.max(v));
+        sum = sum.and_then(|s| s.checked_add(v));
         s.push(v as f64);
     }
     s.exact = (s.count > 0).then_some(Exact::UInt(lo, hi));
+    s.sum = Some(Sum::UInt(sum));
     s
 }
 
