@@ -15,6 +15,7 @@ the old contents.
 """
 
 import ast
+import errno
 import json
 import os
 
@@ -139,6 +140,19 @@ def _raw_type_of(dtype):
     if dtype.kind in "OMm" or dtype.hasobject:
         raise Error(f"{dtype} cannot be stored: only plain numeric, bool and structured types can")
     return 0, n, repr(np.lib.format.dtype_to_descr(dtype))
+
+
+def _plain_array(array):
+    """``array`` as an ndarray to store, refusing what would lose information on the
+    way: a masked array's mask (``np.save`` refuses them too)."""
+    if isinstance(array, np.ma.MaskedArray):
+        raise Error(
+            "a masked array cannot be stored as one RawArray: its mask would be lost. "
+            "Write the data and the mask as two arrays, e.g. "
+            "rastore.write('x.ra', a.filled(fill)) and "
+            "rastore.write('x.mask.ra', np.ma.getmaskarray(a))"
+        )
+    return _native(np.asarray(array))
 
 
 def _native(a):
@@ -294,6 +308,12 @@ def write(
     coordinates, name and attrs in the file's NDL trailer."""
     path = _location(path)
     kind = type(array).__module__.split(".")[0]
+    if kind == "xarray" and type(array).__name__ != "DataArray":
+        raise Error(
+            f"rastore.write takes one array; an xarray.{type(array).__name__} of several "
+            "variables is not supported yet: write each variable, "
+            "rastore.write(f'{name}.ra', ds[name]) for name in ds.data_vars"
+        )
     if kind == "xarray":
         from . import _xarray
 
@@ -305,7 +325,7 @@ def write(
         return _dask.write(path, array, metadata=metadata, durable=durable,
                            split_links=split_links, storage_options=storage_options,
                            compute=compute)
-    a = _native(np.asarray(array))
+    a = _plain_array(array)
     eltype, elbyte, descr = _raw_type(a.dtype)
     dims = list(a.shape)
     if isinstance(metadata, str):
@@ -335,13 +355,15 @@ def info(path, *, storage_options=None):
 
 
 def convert(input, output, *, compress=False, overwrite=False, split_links=False, chunks=None,
-            codec=None, storage_options=None):
+            codec=None, nan_gray=None, storage_options=None):
     """``ra convert``: between ``.ra``, ``.npy``, ``.png`` and Zarr (a ``.zarr`` folder),
-    by extension, either side local or ``s3://bucket/key``. ``chunks`` (a shape) and
-    ``codec`` (``"zstd"``, ``"gzip:6"``, ``"blosc"``, ``"none"``) shape a Zarr output."""
+    the input told by its contents and the output by its name, either side local or
+    ``s3://bucket/key``. ``chunks`` (a shape) and ``codec`` (``"zstd"``, ``"gzip:6"``,
+    ``"blosc"``, ``"none"``) shape a Zarr output; ``nan_gray`` (0 to 255) is the gray
+    of NaNs in a PNG scaled to gray, which are refused without it."""
     chunks = None if chunks is None else [int(c) for c in chunks]
     _rastore.convert(_location(input), _location(output), compress, overwrite, split_links, chunks,
-                     codec, _settings(storage_options))
+                     codec, _settings(storage_options), nan_gray)
 
 
 def to_dask(path, chunks=None, *, storage_options=None, name=None):
@@ -364,7 +386,15 @@ class Appender(_rastore.AppenderCore):
 
     def __new__(cls, path, dtype=None, frame=None, durable=True):
         if dtype is None or frame is None:
-            return super().__new__(cls, os.fspath(path), durable=durable)
+            path = os.fspath(path)
+            if not os.path.exists(path):
+                raise FileNotFoundError(
+                    errno.ENOENT,
+                    "does not exist: give dtype= and frame= to create it "
+                    "(rastore.Appender(path, dtype, frame), as ra append --dtype --frame)",
+                    path,
+                )
+            return super().__new__(cls, path, durable=durable)
         eltype, elbyte, descr = _raw_type(np.dtype(dtype))
         if descr is not None:
             raise Error(f"{np.dtype(dtype)} is stored as user<{elbyte}>: append to a file that has it")
@@ -372,7 +402,7 @@ class Appender(_rastore.AppenderCore):
 
     def append(self, frames):
         """Appends one frame, or ``k`` frames given with a last extent of ``k``."""
-        a = _native(np.asarray(frames))
+        a = _plain_array(frames)
         eltype, elbyte, _ = _raw_type(a.dtype)
         return self._append(eltype, elbyte, list(a.shape), _fortran_bytes(a))
 

@@ -19,7 +19,11 @@ class _Local:
         self.mapped = None
         self.decoded = None
         try:
-            self.mapped = MappedFile(path)
+            mapped = MappedFile(path)
+            # Mapping checks the header; making the array checks that the data can
+            # be used in place.
+            mapped.array
+            self.mapped = mapped
         except Error:
             # Compressed, big-endian or BitArray data has no view in place: it is
             # decoded whole, once, on the first index.
@@ -100,6 +104,16 @@ class _Remote:
         return out[tuple(0 if a in drop else slice(None) for a in range(len(counts)))]
 
 
+def _kind_of(k):
+    """What an index is, in a few words (never the whole of a large mask)."""
+    a = np.asarray(k) if isinstance(k, (list, np.ndarray)) else None
+    if a is not None and a.dtype == bool:
+        return f"a boolean mask of shape {a.shape} (np.nonzero(mask) gives its indices)"
+    if a is not None:
+        return f"an array of {a.dtype} of shape {a.shape}"
+    return f"a {type(k).__name__}"
+
+
 def _basic_key(key, shape):
     """`key` as a tuple of one int (made non-negative) or slice per axis; anything
     but NumPy's basic indexing (ints, slices, ``...``) is refused."""
@@ -118,8 +132,8 @@ def _basic_key(key, shape):
                 out.append(operator.index(k))
             except TypeError:
                 raise IndexError(
-                    f"rastore.Array takes NumPy's basic indexing (ints, slices, ...), not {k!r}; "
-                    "index the array it returns for anything else"
+                    f"rastore.Array takes NumPy's basic indexing (ints, slices, ...), not "
+                    f"{_kind_of(k)}; index the array it returns for anything else"
                 ) from None
     if len(out) > len(shape):
         raise IndexError(f"too many indices: {len(out)} for {len(shape)} dims")

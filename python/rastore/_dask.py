@@ -1,23 +1,26 @@
 """Dask: ``to_dask`` over ``rastore.Array``, and writing a Dask array from the workers
 that compute it. Imported only when used: ``import rastore`` does not import Dask.
 
-A local write creates the whole file (preallocated) under a hidden name beside the
-target, lets each worker store its blocks into their region (a block of whole frames
-by one positioned write, any other through a mapping of the frames it spans), and
-names the file when every block is stored. A write to
-``s3://`` is a distributed fill (``FillToken``): the array is rechunked to whole frames
-along the last axis, one part (at least 5 MiB) per block; each worker uploads its part
-and the upload completes only when every part succeeded. On any failure (after Dask's
-retries) the hidden file is removed and the upload aborted: no file, no object, nothing
-pending on the server.
+A local write's first task creates the whole file (preallocated) under a hidden name
+beside the target; each worker stores its blocks into their region (a block of whole
+frames by one positioned write, any other through a mapping of the frames it spans);
+the last task names the file when every block is stored. A write to ``s3://`` is a
+distributed fill (``FillToken``): its first task begins a multipart upload, the array is
+rechunked to whole frames along the last axis, one part (at least 5 MiB) per block; each
+worker uploads its part and the upload completes only when every part succeeded. Nothing
+is on disk or pending before the write runs; on a failure the hidden file is removed and
+the upload aborted (see ``_Write`` for who notices which failure).
 """
 
 import os
 import uuid
+import weakref
 
 import dask
 import dask.array as da
 import numpy as np
+from dask.array.core import slices_from_chunks
+from dask.callbacks import Callback
 from dask.delayed import Delayed
 from dask.utils import parse_bytes
 
@@ -112,27 +115,59 @@ class _Region:
 
 
 class _Write(Delayed):
-    """The delayed write ``compute=False`` returns: its ``compute()`` cleans up after a
-    failure as ``rastore.write`` does (``dask.compute`` of it cannot: a failed graph
-    runs no task of ours, so there the hidden file or pending upload is the caller's
-    to remove, with ``cleanup()``)."""
+    """The delayed write ``compute=False`` returns. Nothing is on disk (no upload is
+    begun) until it runs: its first task creates the hidden file (or begins the
+    upload). A run that fails removes it (aborts the upload): a failing store task
+    does so itself, and a block that fails upstream, under Dask's local schedulers
+    (threads, processes, sync: ``dask.compute``'s default), is seen by a scheduler
+    callback that does the same. Under ``distributed`` such a failure leaves the
+    hidden file, or the pending upload, to ``cleanup()``."""
 
-    __slots__ = ("_cleanup",)
+    __slots__ = ("_cleanup", "_first", "_last")
 
-    def __init__(self, delayed, cleanup):
+    def __init__(self, delayed, first, last, cleanup):
         super().__init__(delayed.key, delayed.dask)
-        self._cleanup = cleanup
+        self._cleanup, self._first, self._last = cleanup, first, last
+        _Janitor.watch(self)
 
     def compute(self, **kwargs):
         try:
             return super().compute(**kwargs)
         except BaseException:
-            self._cleanup()
+            self._cleanup(None)
             raise
 
     def cleanup(self):
         """Removes the hidden file, or aborts the upload, of a failed write."""
-        self._cleanup()
+        self._cleanup(None)
+
+
+class _Janitor(Callback):
+    """A callback of Dask's local schedulers, registered once: when a run that holds a
+    write's first task fails before its last task ran, the write is cleaned up, with
+    the run's results at hand (an upload's id is the first task's result)."""
+
+    _writes = weakref.WeakValueDictionary()
+    _registered = False
+
+    @classmethod
+    def watch(cls, write):
+        if not cls._registered:
+            cls()._register_once()
+        cls._writes[write._first] = write
+
+    def _register_once(self):
+        type(self)._registered = True
+        self.register()
+
+    def _finish(self, dsk, state, errored):
+        for first, write in list(self._writes.items()):
+            if first not in dsk:
+                continue
+            if write._last in state["finished"]:
+                continue
+            if errored:
+                write._cleanup(state["cache"].get(first))
 
 
 def _hidden(path):
@@ -147,9 +182,56 @@ def _remove(path):
         pass
 
 
+# Hidden files of failed runs: a create still running when its run failed (a thread
+# of the local scheduler goes on) removes what it made.
+_abandoned = set()
+
+
+def _create(tmp, eltype, elbyte, dims, trailer):
+    """The first task of a local write: the hidden file, at full size."""
+    _abandoned.discard(tmp)
+    _rastore.create_file(tmp, eltype, elbyte, dims, True, trailer, False)
+    if tmp in _abandoned:
+        _remove(tmp)
+    return tmp
+
+
+def _store(tmp, region, key, block):
+    """Stores one block; on failure the hidden file goes, and the run fails."""
+    try:
+        region[key] = block
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
 def _name(_stored, tmp, path, durable, split_links):
     """Names the complete hidden file ``path`` as ``rastore.write`` names its files."""
     _rastore.place_file(tmp, path, durable, split_links)
+
+
+def _local(path, x, eltype, elbyte, dims, dtype, trailer, durable, split_links):
+    """The graph of a local write: create, store each block, name."""
+    _rastore.check_output(os.fspath(path))
+    tmp = _hidden(path)
+    token = uuid.uuid4().hex
+    first, last = f"rastore-create-{token}", f"rastore-write-{token}"
+    made = dask.delayed(_create, pure=False)(tmp, eltype, elbyte, dims, trailer,
+                                             dask_key_name=first)
+    region = _Region(tmp, dims, dtype)
+    store = dask.delayed(_store, pure=False)
+    blocks = x.to_delayed().reshape(-1)
+    stored = [
+        store(made, region, key, block, dask_key_name=f"rastore-store-{token}-{i}")
+        for i, (key, block) in enumerate(zip(slices_from_chunks(x.chunks), blocks))
+    ]
+    job = dask.delayed(_name)(stored, tmp, path, durable, split_links, dask_key_name=last)
+
+    def cleanup(_first_result):
+        _abandoned.add(tmp)
+        _remove(tmp)
+
+    return job, first, last, cleanup
 
 
 def write(path, x, *, metadata=None, durable=False, split_links=False, storage_options=None,
@@ -167,26 +249,29 @@ def write(path, x, *, metadata=None, durable=False, split_links=False, storage_o
     if trailer is None:
         trailer = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
     if _is_remote(path):
-        job, cleanup = _fill(path, x, eltype, elbyte, dims, bytes(trailer), storage_options)
+        graph = _fill(path, x, eltype, elbyte, dims, bytes(trailer), storage_options)
     else:
-        tmp = _hidden(path)
-        _rastore.create_file(tmp, eltype, elbyte, dims, False, bytes(trailer), False)
-        stored = da.store(x, _Region(tmp, dims, dtype), lock=False, compute=False)
-        job = dask.delayed(_name)(stored, tmp, path, durable, split_links,
-                                  dask_key_name=f"rastore-write-{uuid.uuid4().hex}")
-
-        def cleanup():
-            _remove(tmp)
-
-    w = _Write(job, cleanup)
+        graph = _local(path, x, eltype, elbyte, dims, dtype, bytes(trailer), durable,
+                       split_links)
+    w = _Write(*graph)
     if not compute:
         return w
     w.compute()
     return None
 
 
+def _begin(plan, settings):
+    """The first task of an upload: begins it (the plan gains its upload id)."""
+    return _rastore.fill_start(plan, settings)
+
+
 def _put(token, settings, part, block):
-    return part, _rastore.fill_put(token, settings, part, _fortran_bytes(_native(np.asarray(block))))
+    try:
+        data = _fortran_bytes(_native(np.asarray(block)))
+        return part, _rastore.fill_put(token, settings, part, data)
+    except BaseException:
+        _rastore.fill_abort(token, settings)
+        raise
 
 
 def _complete(token, settings, etags):
@@ -195,22 +280,26 @@ def _complete(token, settings, etags):
 
 def _fill(url, x, eltype, elbyte, dims, trailer, storage_options):
     settings = _settings(storage_options)
+    key = uuid.uuid4().hex
+    first, last = f"rastore-begin-{key}", f"rastore-complete-{key}"
     if not dims or 0 in dims:
         # Nothing to cut into parts: one upload of the (tiny) computed array.
         def whole(block):
             a = _native(np.asarray(block))
             _rastore.remote_write(url, settings, eltype, elbyte, dims, _fortran_bytes(a), trailer)
 
-        return dask.delayed(whole)(x), (lambda: None)
-    token = _rastore.fill_begin(url, settings, eltype, elbyte, dims, trailer)
-    plan = _rastore.fill_frames(token)
-    frames = tuple(stop - start for _, start, stop in plan)
+        job = dask.delayed(whole)(x, dask_key_name=last)
+        return job, first, last, (lambda _token: None)
+    plan = _rastore.fill_plan(url, settings, eltype, elbyte, dims, trailer)
+    frames = tuple(stop - start for _, start, stop in _rastore.fill_frames(plan))
+    token = dask.delayed(_begin, pure=False)(plan, settings, dask_key_name=first)
     parts = x.rechunk(tuple(dims[:-1]) + (frames,)).to_delayed().reshape(-1)
     put = dask.delayed(_put, pure=False)
-    etags = [put(token, settings, part, block) for (part, _, _), block in zip(plan, parts)]
-    job = dask.delayed(_complete)(token, settings, etags)
+    etags = [put(token, settings, part + 1, block) for part, block in enumerate(parts)]
+    job = dask.delayed(_complete)(token, settings, etags, dask_key_name=last)
 
-    def cleanup():
-        _rastore.fill_abort(token, settings)
+    def cleanup(started):
+        if started is not None:
+            _rastore.fill_abort(started, settings)
 
-    return job, cleanup
+    return job, first, last, cleanup

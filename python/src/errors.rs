@@ -12,9 +12,32 @@ pyo3::create_exception!(
     "A bad file or a refused operation; the message names the path, the field and the numbers."
 );
 
-/// `EEXIST` and `ENOENT`, the same numbers on every platform rastore runs on.
-const EEXIST: i32 = 17;
+/// The errno values Python's `OSError` subclasses stand for: the same numbers on
+/// Linux, macOS and Windows' C runtime.
 const ENOENT: i32 = 2;
+const EACCES: i32 = 13;
+const EEXIST: i32 = 17;
+const ENOTDIR: i32 = 20;
+const EISDIR: i32 = 21;
+const EINVAL: i32 = 22;
+const ENOSPC: i32 = 28;
+const EIO: i32 = 5;
+
+/// The OS's errno of `e`, or, for an error rastore made with a clearer message than
+/// the OS's (a missing folder, say), the errno of its kind: never 0.
+fn errno(e: &std::io::Error) -> i32 {
+    use std::io::ErrorKind as K;
+    e.raw_os_error().unwrap_or(match e.kind() {
+        K::NotFound => ENOENT,
+        K::PermissionDenied => EACCES,
+        K::AlreadyExists => EEXIST,
+        K::NotADirectory => ENOTDIR,
+        K::IsADirectory => EISDIR,
+        K::InvalidInput => EINVAL,
+        K::StorageFull => ENOSPC,
+        _ => EIO,
+    })
+}
 
 /// OS failures become the matching `OSError` subclass, with `errno`, `strerror` (the
 /// Rust message without the path) and `filename` set; everything else `rastore.Error`.
@@ -22,11 +45,7 @@ pub fn to_py(e: rastore::Error) -> PyErr {
     let filename = e.path().map(|p| p.to_string_lossy().into_owned());
     match e.kind() {
         ErrorKind::Io { source, .. } => {
-            let args = (
-                source.raw_os_error().unwrap_or(0),
-                e.kind().to_string(),
-                filename,
-            );
+            let args = (errno(source), e.kind().to_string(), filename);
             match source.kind() {
                 std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(args),
                 std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(args),

@@ -17,6 +17,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write, m)?)?;
     m.add_function(wrap_pyfunction!(create_file, m)?)?;
     m.add_function(wrap_pyfunction!(place_file, m)?)?;
+    m.add_function(wrap_pyfunction!(check_output, m)?)?;
     m.add_function(wrap_pyfunction!(info_json, m)?)?;
     m.add_function(wrap_pyfunction!(trailer_of, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
@@ -131,6 +132,16 @@ fn place_file(
     .map_err(to_py)
 }
 
+/// Refuses an output whose folder does not exist, as every writer does, before a job
+/// that writes it later is laid out.
+#[pyfunction]
+fn check_output(path: PathBuf) -> PyResult<()> {
+    ConvertOptions::new()
+        .overwrite(true)
+        .check_output(&path)
+        .map_err(to_py)
+}
+
 /// The trailer of a `.ra` file (the data is not read).
 #[pyfunction]
 fn trailer_of(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyBytes>> {
@@ -165,9 +176,11 @@ fn convert(
     chunks: Option<Vec<u64>>,
     codec: Option<String>,
     settings: Vec<(String, String)>,
+    nan_gray: Option<u8>,
 ) -> PyResult<()> {
     let options = ConvertOptions::new()
         .compress(compress)
+        .nan_gray(nan_gray)
         .overwrite(overwrite)
         .split_links(split_links);
     #[cfg(feature = "zarr")]

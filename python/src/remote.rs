@@ -19,7 +19,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remote_read, m)?)?;
     m.add_function(wrap_pyfunction!(remote_write, m)?)?;
     m.add_function(wrap_pyfunction!(remote_info_json, m)?)?;
-    m.add_function(wrap_pyfunction!(fill_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_start, m)?)?;
     m.add_function(wrap_pyfunction!(fill_frames, m)?)?;
     m.add_function(wrap_pyfunction!(fill_put, m)?)?;
     m.add_function(wrap_pyfunction!(fill_complete, m)?)?;
@@ -199,11 +200,9 @@ fn token(text: &str) -> PyResult<FillToken> {
     FillToken::from_json(text).map_err(to_py)
 }
 
-/// Begins a distributed fill of `url`: the token (JSON) every worker needs.
+/// Plans a fill of `url` without beginning it: a token (JSON) with no upload id yet.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn fill_begin(
-    py: Python<'_>,
+fn fill_plan(
     url: String,
     settings: Vec<(String, String)>,
     eltype: u64,
@@ -211,17 +210,22 @@ fn fill_begin(
     dims: Vec<u64>,
     trailer: Vec<u8>,
 ) -> PyResult<String> {
-    py.detach(|| {
-        FillToken::begin(
-            &url,
-            DType { eltype, elbyte },
-            &dims,
-            &trailer,
-            &options(settings),
-        )
+    let dtype = DType { eltype, elbyte };
+    FillToken::plan(&url, dtype, &dims, &trailer, &options(settings))
         .map(|t| t.to_json())
-    })
-    .map_err(to_py)
+        .map_err(to_py)
+}
+
+/// Begins the upload a planned token describes: the token with its upload id.
+#[pyfunction]
+fn fill_start(
+    py: Python<'_>,
+    token_json: &str,
+    settings: Vec<(String, String)>,
+) -> PyResult<String> {
+    let t = token(token_json)?;
+    py.detach(|| t.start(&options(settings)).map(|t| t.to_json()))
+        .map_err(to_py)
 }
 
 /// The plan of a fill: `(part, start, stop)` frames of each part, parts from 1.
