@@ -1,8 +1,8 @@
-//! What `cargo test` can check on this machine, said where the tests run: the
-//! conformance files, NumPy and Pillow (the interop tests' judges) and the S3 test
-//! server. Where one is missing its tests skip, each printing `SKIPPED`; libtest hides
-//! a passing test's output, so this runs without the harness and its lines are shown.
-//! In CI (`CI` set) a missing one is a failure.
+//! What `cargo test` can check on this machine, said where the tests start (this is
+//! the first test binary of a run): the conformance files, NumPy and Pillow (the
+//! interop tests' judges) and the S3 test server. Where one is missing its tests skip;
+//! `tests/summary.rs`, the last binary, counts them. This runs without the harness so
+//! that its lines are shown. In CI (`CI` set) a missing one is a failure.
 
 #[allow(dead_code)]
 #[path = "integration/common.rs"]
@@ -12,6 +12,8 @@ mod common;
 mod s3_server;
 
 fn main() {
+    // A new run: the skips of the last one are gone.
+    let _ = std::fs::remove_file(common::skip_log());
     let ci = std::env::var_os("CI").is_some();
     let mut missing = Vec::new();
     let mut say = |what: &str, found: Option<String>, how: &str| match found {
@@ -21,9 +23,13 @@ fn main() {
             missing.push(what.to_string());
         }
     };
+    let conformance = common::conformance_location();
     say(
         "conformance files",
-        common::conformance_dir().map(|d| d.display().to_string()),
+        conformance
+            .join("MANIFEST.md")
+            .is_file()
+            .then(|| conformance.display().to_string()),
         "set RASTORE_CONFORMANCE to the folder of ../shared/conformance",
     );
     if cfg!(windows) {
@@ -38,13 +44,13 @@ fn main() {
         say(
             "NumPy and Pillow",
             python,
-            "python3 -m venv .venv && .venv/bin/pip install numpy pillow, as .ci/run does",
+            "scripts/test-all installs them in .venv",
         );
     }
     say(
         "the S3 test server",
         s3_server::binary().map(|p| p.display().to_string()),
-        "cargo install s3s-fs --version 0.14.1 --features binary --locked",
+        "scripts/test-all installs s3s-fs",
     );
     if ci && !missing.is_empty() {
         eprintln!("environment: CI needs {}", missing.join(", "));

@@ -1,22 +1,49 @@
 //! Helpers shared by the integration tests.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The conformance folder: `$RASTORE_CONFORMANCE`, else `../shared/conformance`.
-/// `None` (with the reason printed) when it is absent.
-pub fn conformance_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("RASTORE_CONFORMANCE") {
+/// Where skipped tests say so for the run's closing summary (`tests/summary.rs`),
+/// which libtest would otherwise hide: `tests/environment.rs`, the first test binary
+/// of a run, empties it.
+pub fn skip_log() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rastore-skipped.tsv")
+}
+
+/// Says that the running test skipped, and why: on its output, and in the run's
+/// closing summary.
+pub fn skipped(why: &str) {
+    println!("SKIPPED: {why}");
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let line = format!("{test}\t{why}\n");
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(skip_log())
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+}
+
+/// Where the conformance files are looked for: `$RASTORE_CONFORMANCE`, else
+/// `../shared/conformance`.
+pub fn conformance_location() -> PathBuf {
+    match std::env::var_os("RASTORE_CONFORMANCE") {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance"),
-    };
+    }
+}
+
+/// The conformance folder, or `None` (the test skipping, with the reason) when it is
+/// absent.
+pub fn conformance_dir() -> Option<PathBuf> {
+    let dir = conformance_location();
     if dir.join("MANIFEST.md").is_file() {
         Some(dir)
     } else {
-        println!(
-            "SKIPPED: no conformance files at {} (set RASTORE_CONFORMANCE to their folder)",
+        skipped(&format!(
+            "no conformance files at {} (set RASTORE_CONFORMANCE to their folder)",
             dir.display()
-        );
+        ));
         None
     }
 }
@@ -57,7 +84,8 @@ pub fn python_cmd() -> Command {
 /// in CI) the judges are not asked: NumPy and Pillow judge the same code on Linux.
 pub fn python_has(modules: &str) -> bool {
     if cfg!(windows) {
-        println!("SKIPPED: {modules} judge on Linux");
+        // Not a skip: the same code is judged on Linux.
+        println!("{modules} judge on Linux");
         return false;
     }
     let ok = python_cmd()
@@ -70,7 +98,9 @@ pub fn python_has(modules: &str) -> bool {
             std::env::var("CI").is_err(),
             "CI must have {modules}: .ci/run installs them in .venv"
         );
-        println!("SKIPPED: no Python with {modules} (.ci/run installs them in .venv)");
+        skipped(&format!(
+            "no Python with {modules} (scripts/test-all installs them in .venv)"
+        ));
     }
     ok
 }

@@ -8,6 +8,7 @@ mod conformance;
 mod hardening;
 mod malformed;
 mod newcomer;
+mod newcomer2;
 mod npy;
 mod platform;
 mod roundtrip;

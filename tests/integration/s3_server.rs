@@ -77,7 +77,7 @@ impl Server {
                 std::env::var_os("CI").is_none() && std::env::var_os("RASTORE_REQUIRE_S3").is_none(),
                 "s3s-fs is not installed: .ci/run installs it with `cargo install s3s-fs --version 0.14.1 --features binary --locked`"
             );
-            println!("SKIPPED: s3s-fs not found (cargo install s3s-fs --version 0.14.1 --features binary --locked)");
+            crate::common::skipped("no S3 test server, s3s-fs (scripts/test-all installs it)");
             return None;
         };
         let (root, served) = server_root();
