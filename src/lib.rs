@@ -13,6 +13,7 @@
 //! | many processes filling disjoint slabs of one file | [`create_file`], [`MappedRaMut::open_slab`] |
 //! | read and write `.ra` objects in S3-protocol storage, fill one from many nodes (feature `s3`) | `remote::RemoteRa`, `remote::upload_file`, `remote::FillToken` |
 //! | read a strided selection of a file: only the byte runs that hold it, into your buffer | [`DataReader::read_selection_into`], [`Stride`] |
+//! | read a shuffled batch of samples (many selections, or frames) from a file bigger than RAM, at the device's queue depth | [`DataReader::read_many_into`], [`DataReader::take_into`], [`gather::GatherOptions`] |
 //! | read a whole file (or a range) at the disk's speed, in slabs, with bounded memory | [`scan::scan`], [`scan::scan_many`], [`scan::read_into`], [`scan::ScanOptions`] |
 //! | what `ra info` says of a file | [`info::info`], [`info::FileInfo`] |
 //! | grow a file frame by frame, readable and intact at every moment | [`AppendOptions`], [`Appender::append`], [`Appender::commit`], [`recover`] |
@@ -48,6 +49,7 @@ pub mod formats;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gather;
 mod header;
 pub mod info;
 pub mod json;
@@ -55,6 +57,7 @@ mod layout;
 mod mapped;
 mod owned;
 pub mod padding;
+mod reader;
 #[cfg(feature = "s3")]
 pub mod remote;
 mod replace;
@@ -77,8 +80,9 @@ pub use layout::{copy_to_fortran, transpose_c_to_f, Progress};
 pub use mapped::{MappedNpy, MappedRa, MappedRaMut};
 pub use owned::{
     read, read_bool, read_bool_from, read_from, read_header_at, read_metadata, read_raw,
-    read_raw_from, replace_metadata, reshape, write, write_to, DataReader, RawData, WriteOptions,
+    read_raw_from, replace_metadata, reshape, write, write_to, RawData, WriteOptions,
 };
+pub use reader::DataReader;
 pub use selection::Stride;
 pub use sys::Advice;
 pub use view::{view_bytes, view_data, view_data_mut};

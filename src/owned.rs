@@ -19,7 +19,6 @@ use crate::header::{Encoding, Flags, Header, FIXED_LEN};
 use crate::layout::for_each_fortran_chunk;
 use crate::padding::{Padding, ZeroPadding};
 use crate::replace::{build_file, Placement};
-use crate::selection;
 use crate::view::shape_usize;
 
 /// Files up to this size are read with a single `read` and decoded from memory.
@@ -344,7 +343,13 @@ pub fn read<T: Element>(path: impl AsRef<Path>) -> Result<ArrayD<T>> {
 
 /// Reads plain data at `offset` of `file` into `buf` with large reads on several
 /// threads, as every whole-file pass reads, and swaps `unit`-byte scalars (1: none).
-fn read_plain(file: &File, path: &Path, offset: u64, buf: &mut [u8], unit: usize) -> Result<()> {
+pub(crate) fn read_plain(
+    file: &File,
+    path: &Path,
+    offset: u64,
+    buf: &mut [u8],
+    unit: usize,
+) -> Result<()> {
     let options = crate::scan::ScanOptions::default();
     crate::scan::read_file_into(file, path, offset, buf, &options)?;
     codec::swap_bytes(buf, unit);
@@ -426,178 +431,6 @@ pub fn read_raw(path: impl AsRef<Path>) -> Result<RawData> {
 /// [`read_raw`] from any reader.
 pub fn read_raw_from(mut r: impl Read) -> Result<RawData> {
     read_raw_impl(&mut r, None)
-}
-
-/// Runs of a selection at most this far apart are read as one: a request costs
-/// about as much as reading that many more bytes (45 KiB on the disk measured in
-/// docs/BIGDATA.md).
-const SELECTION_GAP: u64 = 64 << 10;
-
-/// A file opened to be read into memory that the caller allocates (a NumPy array, a
-/// pinned buffer): [`header`](Self::header) and [`metadata`](Self::metadata) come
-/// first, so the buffer can be made to measure, then
-/// [`read_into`](Self::read_into) decodes the data straight into it.
-///
-/// ```no_run
-/// let r = rastore::DataReader::open("cube.ra")?;
-/// let mut buf = vec![0u8; r.header().nbytes() as usize];
-/// r.read_into(&mut buf)?;
-/// # Ok::<(), rastore::Error>(())
-/// ```
-pub struct DataReader {
-    path: std::path::PathBuf,
-    header: Header,
-    metadata: Vec<u8>,
-    source: Source,
-}
-
-/// Where [`DataReader`] takes the data from.
-enum Source {
-    /// Plain data at `offset` of `file`: `unit`-byte swaps, Bools to check.
-    Plain {
-        file: File,
-        offset: u64,
-        unit: usize,
-        bools: bool,
-    },
-    /// Encoded data, decoded when the file was opened.
-    Decoded(Vec<u8>),
-}
-
-impl DataReader {
-    /// Opens `path` and reads its header and trailer. Encoded files (LZ4, LEB128,
-    /// BitArrays) are decoded here; plain data is read by [`read_into`](Self::read_into).
-    pub fn open(path: impl AsRef<Path>) -> Result<DataReader> {
-        let path = path.as_ref();
-        let (file, len) = open_len(path)?;
-        let (h, len) = read_header_live(&file, len).at(path)?;
-        let (header, metadata, source) = match (h.encoding(), h.dtype().swap_unit()) {
-            (Encoding::Raw, Some(unit)) => {
-                let start = h.trailer_start(len);
-                let mut metadata = vec![0u8; (len - start) as usize];
-                crate::sys::read_exact_at(&file, &mut metadata, start)
-                    .map_err(io_at("read metadata", path))?;
-                let header = Header::new(h.dtype(), h.dims()).at(path)?;
-                let unit = if h.native_endian() { 1 } else { unit };
-                let bools = h.dtype() == DType::BOOL;
-                let offset = h.data_offset();
-                let source = Source::Plain {
-                    file,
-                    offset,
-                    unit,
-                    bools,
-                };
-                (header, metadata, source)
-            }
-            _ => {
-                drop(file);
-                let raw = crate::formats::convert::decoded(path)?;
-                (raw.header, raw.metadata, Source::Decoded(raw.data))
-            }
-        };
-        Ok(DataReader {
-            path: path.to_path_buf(),
-            header,
-            metadata,
-            source,
-        })
-    }
-
-    /// The header of the data as [`read_into`](Self::read_into) gives it: plain, in
-    /// native byte order (a BitArray as Julia Bools, one byte each). Only elements
-    /// whose layout is unknown (big-endian user types) keep the big-endian flag.
-    pub fn header(&self) -> &Header {
-        &self.header
-    }
-
-    /// The metadata trailer.
-    pub fn metadata(&self) -> &[u8] {
-        &self.metadata
-    }
-
-    /// The elements `sel` picks (a [`Stride`](crate::Stride) per axis, the first
-    /// fastest) into `out`, of exactly their length, as native column-major bytes.
-    /// From plain data only the byte runs that hold them are read: runs at most 64 KiB
-    /// apart in one read, long runs cut into the scan's slabs, several
-    /// reads at once, a lone run read straight into `out`. As
-    /// `RemoteRa::read_selection_into` does for objects.
-    pub fn read_selection_into(&self, sel: &[crate::Stride], out: &mut [u8]) -> Result<()> {
-        let path = &self.path;
-        let want = selection::check(&self.header, sel).at(path)?;
-        selection::fit(out, want).at(path)?;
-        let (dims, elbyte) = (self.header.dims(), self.header.dtype().elbyte);
-        match &self.source {
-            Source::Decoded(data) => {
-                for r in selection::runs(dims, elbyte, sel, 0) {
-                    let from = r.from as usize;
-                    out[r.to..r.to + r.len].copy_from_slice(&data[from..from + r.len]);
-                }
-            }
-            Source::Plain {
-                file,
-                offset,
-                unit,
-                bools,
-            } => {
-                let options = crate::scan::ScanOptions::default();
-                let runs = selection::runs(dims, elbyte, sel, *offset);
-                let reads = selection::fetches(runs, SELECTION_GAP, options.slab_bytes as u64);
-                // Each read fills the next stretch of `out`.
-                let mut rest = &mut out[..];
-                let reads = reads.map(move |f| {
-                    let (head, tail) = std::mem::take(&mut rest).split_at_mut(f.out_len());
-                    rest = tail;
-                    (f, head)
-                });
-                crate::scan::on_threads(reads, options.readers, |(f, head)| {
-                    let read = |buf: &mut [u8]| {
-                        crate::sys::read_exact_at(file, buf, f.range.start)
-                            .map_err(io_at("read", path))
-                    };
-                    if f.runs.len() == 1 {
-                        return read(head);
-                    }
-                    let mut bytes = vec![0u8; (f.range.end - f.range.start) as usize];
-                    read(&mut bytes)?;
-                    selection::scatter(&f, &bytes, head);
-                    Ok(())
-                })?;
-                codec::swap_bytes(out, *unit);
-                if *bools {
-                    codec::check_bools(out, 0).at(path)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads the data into `buf`, which must be exactly `header().nbytes()` long.
-    pub fn read_into(self, buf: &mut [u8]) -> Result<()> {
-        let path = &self.path;
-        if buf.len() as u64 != self.header.nbytes() {
-            return Err(Error::from(ErrorKind::InvalidArgument(format!(
-                "a buffer of {} bytes for {} data bytes",
-                buf.len(),
-                self.header.nbytes()
-            )))
-            .at(path));
-        }
-        match self.source {
-            Source::Decoded(data) => buf.copy_from_slice(&data),
-            Source::Plain {
-                file,
-                offset,
-                unit,
-                bools,
-            } => {
-                read_plain(&file, path, offset, buf, unit)?;
-                if bools {
-                    codec::check_bools(buf, 0).at(path)?;
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// How to write a file: metadata trailer, LZ4 compression, durability.

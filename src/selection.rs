@@ -1,13 +1,10 @@
 //! Selections of column-major data: a [`Stride`] per axis, and the contiguous byte
-//! runs that hold what they pick, grouped into reads.
+//! runs that hold what they pick (which [`crate::gather`] groups into reads).
 //!
 //! A selection picks, on each axis, `count` indices `step` apart. In column-major data
 //! the leading axes taken whole, and a unit-step range on the next, are one contiguous
-//! run; every other axis repeats that run. Runs close together are read as one (the
-//! bytes between dropped), and long ones are cut, so that each read is of a useful
-//! size; each read's runs go to one contiguous part of the output.
-
-use std::ops::Range;
+//! run; every other axis repeats that run. A batch of selections puts them one after
+//! another in its output.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::Header;
@@ -37,18 +34,11 @@ impl Stride {
 
 /// A contiguous run of the selection: `len` bytes at `from` in the source, which go
 /// to `to` in the output.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Run {
     pub(crate) from: u64,
     pub(crate) to: usize,
     pub(crate) len: usize,
-}
-
-/// One read (a GET of an object): the source's bytes `range`, and the runs in it.
-#[derive(Debug)]
-pub(crate) struct Fetch {
-    pub(crate) range: Range<u64>,
-    pub(crate) runs: Vec<Run>,
 }
 
 /// The runs of `sel` over data of `dims` and `elbyte` at `base`, in the output's
@@ -110,60 +100,65 @@ pub(crate) fn runs(
     })
 }
 
-/// The runs grouped into reads: merged across gaps of at most `gap` bytes, each read
-/// at most `most` bytes (a longer run is cut into several).
-pub(crate) fn fetches(
-    runs: impl Iterator<Item = Run>,
-    gap: u64,
-    most: u64,
-) -> impl Iterator<Item = Fetch> {
-    let mut runs = runs.flat_map(move |r| {
-        let pieces = (r.len as u64).div_ceil(most).max(1);
-        (0..pieces).map(move |p| {
-            let off = p * most;
-            Run {
-                from: r.from + off,
-                to: r.to + off as usize,
-                len: (r.len as u64 - off).min(most) as usize,
-            }
+/// Checks every selection of a batch against `header`, before anything is read, and
+/// gives the output's length (the selections one after another) and their runs over
+/// data at `base`, each to its place in that output.
+pub(crate) fn batch<'a, S: AsRef<[Stride]>>(
+    header: &'a Header,
+    selections: &'a [S],
+    base: u64,
+) -> Result<(u64, impl Iterator<Item = Run> + 'a)> {
+    let n = selections.len();
+    let mut starts = Vec::with_capacity(n);
+    let mut total = 0u64;
+    for (i, sel) in selections.iter().enumerate() {
+        let bytes = check(header, sel.as_ref()).map_err(|e| match e.kind() {
+            ErrorKind::InvalidArgument(why) if n > 1 => Error::from(ErrorKind::InvalidArgument(
+                format!("selection {i} of {n}: {why}"),
+            )),
+            _ => e,
+        })?;
+        starts.push(total);
+        total = total.saturating_add(bytes);
+    }
+    let (dims, elbyte) = (header.dims(), header.dtype().elbyte);
+    let all = selections.iter().zip(starts).flat_map(move |(sel, start)| {
+        runs(dims, elbyte, sel.as_ref(), base).map(move |r| Run {
+            to: r.to + start as usize,
+            ..r
         })
     });
-    let mut next = runs.next();
-    std::iter::from_fn(move || {
-        let r = next.take()?;
-        let mut f = Fetch {
-            range: r.from..r.from + r.len as u64,
-            runs: vec![r],
-        };
-        for r in runs.by_ref() {
-            let end = r.from + r.len as u64;
-            if r.from <= f.range.end + gap && end - f.range.start <= most {
-                f.range.end = end;
-                f.runs.push(r);
-            } else {
-                next = Some(r);
-                break;
+    Ok((total, all))
+}
+
+/// Checks `indices` of the last axis of `header`'s array, before anything is read, and
+/// gives a frame's bytes: what taking frames needs.
+pub(crate) fn frames(header: &Header, indices: &[u64]) -> Result<u64> {
+    let dims = header.dims();
+    let Some((&count, lead)) = dims.split_last() else {
+        return Err(ErrorKind::InvalidArgument(
+            "a 0-d array has no axis to take frames along".into(),
+        )
+        .into());
+    };
+    if let Some((k, i)) = indices.iter().enumerate().find(|(_, &i)| i >= count) {
+        return Err(ErrorKind::InvalidArgument(format!(
+            "index {i} (at {k} of {}) is out of bounds for axis {} with size {count}",
+            indices.len(),
+            dims.len() - 1
+        ))
+        .into());
+    }
+    lead.iter()
+        .try_fold(header.dtype().elbyte, |a, &d| a.checked_mul(d))
+        .filter(|f| f.checked_mul(indices.len() as u64).is_some())
+        .ok_or_else(|| {
+            ErrorKind::TooLarge {
+                what: "frame bytes",
+                value: header.nbytes().into(),
             }
-        }
-        Some(f)
-    })
-}
-
-/// Copies the runs of `f` from `bytes` (the source's `f.range`) into `out`, which
-/// starts where the first run goes in the output.
-pub(crate) fn scatter(f: &Fetch, bytes: &[u8], out: &mut [u8]) {
-    let base = f.runs.first().map_or(0, |r| r.to);
-    for r in &f.runs {
-        let (at, to) = ((r.from - f.range.start) as usize, r.to - base);
-        out[to..to + r.len].copy_from_slice(&bytes[at..at + r.len]);
-    }
-}
-
-impl Fetch {
-    /// The bytes of the output its runs fill.
-    pub(crate) fn out_len(&self) -> usize {
-        self.runs.iter().map(|r| r.len).sum()
-    }
+            .into()
+        })
 }
 
 /// Refuses a buffer of another length than the `want` bytes to be read into it.
@@ -246,22 +241,5 @@ mod tests {
         // strides 4, 12, 48 bytes
         let got: Vec<u64> = all_runs(&[3, 4, 5], &sel).iter().map(|r| r.0).collect();
         assert_eq!(got, vec![12 + 48, 12 + 48 + 8, 12 + 144, 12 + 144 + 8]);
-    }
-
-    #[test]
-    fn fetches_merge_small_gaps_and_cut_long_runs() {
-        let r = |from, to, len| Run { from, to, len };
-        let got: Vec<Range<u64>> = fetches(
-            [r(0, 0, 10), r(15, 10, 10), r(100, 20, 10)].into_iter(),
-            5,
-            1000,
-        )
-        .map(|f| f.range)
-        .collect();
-        assert_eq!(got, vec![0..25, 100..110]);
-        let got: Vec<(Range<u64>, usize)> = fetches([r(0, 0, 25)].into_iter(), 5, 10)
-            .map(|f| (f.range, f.runs[0].to))
-            .collect();
-        assert_eq!(got, vec![(0..10, 0), (10..20, 10), (20..25, 20)]);
     }
 }

@@ -1,9 +1,11 @@
-//! Reading a strided selection of an object: only the byte runs that hold it.
+//! Reading selections of an object: only the byte runs that hold them, a batch at once.
 //!
-//! The selection's runs ([`crate::selection`]) are merged into GETs where the gap
-//! between them is small ([`GAP_BYTES`], object_store's own coalescing default), cut at
-//! the client's `range_bytes`, fetched concurrently, and scattered into the output as
-//! each arrives: memory is the output and the GETs in flight, whatever the object's size.
+//! The runs of every selection of a batch are planned as a local gather plans them
+//! ([`crate::gather::plan`]): sorted by where they lie, merged where they overlap,
+//! touch or lie closer than [`GAP_BYTES`] (object_store's own coalescing default), cut
+//! at the client's `range_bytes`; the GETs are made concurrently and each is copied to
+//! its places as it arrives: memory is the output and the GETs in flight, whatever the
+//! object's size.
 
 use futures::{StreamExt, TryStreamExt};
 
@@ -11,47 +13,65 @@ use super::client::{remote_err, runtime};
 use super::read::get_exact;
 use super::RemoteRa;
 use crate::error::{Result, ResultExt};
-use crate::header::{Encoding, Header};
-use crate::selection::{check, fetches, fit, runs, scatter, Fetch, Stride};
+use crate::gather::plan;
+use crate::header::Header;
+use crate::selection::{self, batch, fit, Stride};
 
 /// Runs closer than this are fetched by one GET, the bytes between them dropped.
 const GAP_BYTES: u64 = 1 << 20;
 
 impl RemoteRa {
     /// The elements `sel` picks (a [`Stride`] per axis, the first fastest), as native
-    /// column-major bytes into `out` (of exactly their length). From plain data only
-    /// the byte runs holding them are fetched, merged across small gaps, with
-    /// concurrent ranged GETs; a compressed or packed object is fetched whole and
-    /// decoded first.
+    /// column-major bytes into `out` (of exactly their length): a batch of one (see
+    /// [`read_many_into`](Self::read_many_into)).
     pub fn read_selection_into(&self, sel: &[Stride], out: &mut [u8]) -> Result<()> {
+        self.read_many_into(&[sel], out)
+    }
+
+    /// The elements each of `selections` picks, one after another in `out`, each as
+    /// native column-major bytes, as `DataReader::read_many_into` reads a file: every
+    /// selection checked first, then from a plain object only the byte runs that hold
+    /// them, coalesced across the whole batch into concurrent ranged GETs. A compressed
+    /// or packed object is fetched whole and decoded first.
+    pub fn read_many_into<S: AsRef<[Stride]>>(
+        &self,
+        selections: &[S],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let shown = self.url().shown();
         let decoded = match self.header().encoding() {
-            Encoding::Raw => None,
+            crate::Encoding::Raw => None,
             _ => Some(self.decoded()?),
         };
         let header = decoded.as_ref().map_or(self.header(), |raw| &raw.header);
-        let want = check(header, sel).at(&self.url().shown())?;
-        fit(out, want)?;
-        let (dims, elbyte, base) = (header.dims(), header.dtype().elbyte, header.data_offset());
+        let base = if decoded.is_some() {
+            0
+        } else {
+            header.data_offset()
+        };
+        let (total, all) = batch(header, selections, base).at(&shown)?;
+        fit(out, total).at(&shown)?;
         if let Some(raw) = &decoded {
-            let all = Fetch {
-                range: base..base + raw.data.len() as u64,
-                runs: runs(dims, elbyte, sel, base).collect(),
-            };
-            scatter(&all, &raw.data, out);
-        } else if want > 0 {
-            let all = runs(dims, elbyte, sel, base);
-            let most = self.options.range_bytes.max(1);
+            for r in all {
+                let from = r.from as usize;
+                out[r.to..r.to + r.len].copy_from_slice(&raw.data[from..from + r.len]);
+            }
+        } else if total > 0 {
+            let reads = plan(all, GAP_BYTES, self.options.range_bytes.max(1));
             let path = self.url().path();
             runtime()?
                 .block_on(async {
-                    futures::stream::iter(fetches(all, GAP_BYTES, most))
-                        .map(|f| {
+                    futures::stream::iter(reads)
+                        .map(|r| {
                             let path = &path;
-                            async move { Ok((get_exact(&self.store, path, f.range.clone()).await?, f)) }
+                            async move { Ok((get_exact(&self.store, path, r.range.clone()).await?, r)) }
                         })
                         .buffer_unordered(self.options.concurrency.max(1))
-                        .try_for_each(|(bytes, f)| {
-                            scatter(&f, &bytes, &mut out[f.runs[0].to..]);
+                        .try_for_each(|(bytes, r)| {
+                            for run in &r.runs {
+                                let at = (run.from - r.range.start) as usize;
+                                out[run.to..run.to + run.len].copy_from_slice(&bytes[at..at + run.len]);
+                            }
                             async { Ok(()) }
                         })
                         .await
@@ -60,6 +80,24 @@ impl RemoteRa {
         }
         to_native(header, out);
         Ok(())
+    }
+
+    /// Whole frames (indices of the last axis) into `out`, in the order given, repeats
+    /// included: `DataReader::take_into` for an object. An index past the end is
+    /// refused before anything is fetched.
+    pub fn take_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
+        let header = self.header();
+        selection::frames(header, indices).at(&self.url().shown())?;
+        let lead = &header.dims()[..header.ndims() - 1];
+        let sels: Vec<Vec<Stride>> = indices
+            .iter()
+            .map(|&i| {
+                let mut sel: Vec<Stride> = lead.iter().map(|&d| Stride::all(d)).collect();
+                sel.push(Stride::new(i, 1, 1));
+                sel
+            })
+            .collect();
+        self.read_many_into(&sels, out)
     }
 }
 

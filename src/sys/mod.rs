@@ -21,6 +21,7 @@
 //! | [`open_direct`]: reads around the page cache | `O_DIRECT` | none (buffered) | none (buffered) |
 //! | [`physical_memory`] | `sysinfo` | unknown | unknown |
 //! | [`write_back`] dirty pages behind a large write | `sync_file_range` | nothing | nothing (the lazy writer paces them) |
+//! | [`read_batch`]: many positioned reads at a queue depth | io_uring (`uring.rs`), else a pool of `pread` threads | the pool | the pool of `seek_read` threads |
 //!
 //! Windows refuses to shrink, replace or delete a file that has a live mapping, in this
 //! process or another (`ERROR_USER_MAPPED_FILE`, 1224); every call here that can meet
@@ -29,8 +30,13 @@
 #[cfg_attr(unix, path = "unix.rs")]
 #[cfg_attr(windows, path = "windows.rs")]
 mod imp;
+#[cfg(target_os = "linux")]
+mod uring;
 
 pub(crate) use imp::*;
+
+use std::fs::File;
+use std::io;
 
 /// How a mapping will be used: a hint for [`MappedRa::advise`](crate::MappedRa::advise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +69,76 @@ pub(crate) enum WriteBack {
     Start,
     /// Queue them and wait until they, and any queued before, are written.
     Finish,
+}
+
+/// How a batch of reads is issued ([`read_batch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// io_uring where the kernel offers it (Linux), else [`Threads`](Engine::Threads).
+    #[default]
+    Auto,
+    /// io_uring, one thread keeping the queue full; where the kernel has none or
+    /// refuses it (an old kernel, a seccomp filter), the threads.
+    Uring,
+    /// A pool of threads, each with one positioned read in flight.
+    Threads,
+}
+
+/// One read of a batch: `buf.len()` bytes at `offset`.
+#[derive(Debug)]
+pub(crate) struct ReadAt<'a> {
+    pub(crate) offset: u64,
+    pub(crate) buf: &'a mut [u8],
+}
+
+/// Reads every `reads[i].buf` whole from its offset, `depth` reads in flight at once,
+/// as `engine` says. A read that meets the end of the file is `UnexpectedEof`; the first
+/// error is the result (and every read in flight has finished when it is returned).
+pub(crate) fn read_batch(
+    file: &File,
+    reads: &mut [ReadAt<'_>],
+    engine: Engine,
+    depth: usize,
+) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if engine != Engine::Threads {
+        match uring::read_batch(file, reads, depth) {
+            Err(uring::Unavailable) => {}
+            Ok(r) => return r,
+        }
+    }
+    let _ = engine;
+    read_batch_threads(file, reads, depth)
+}
+
+/// [`read_batch`] on `depth` threads, each taking the next read when done with one.
+fn read_batch_threads(file: &File, reads: &mut [ReadAt<'_>], depth: usize) -> io::Result<()> {
+    let threads = depth.clamp(1, reads.len().max(1));
+    let next = std::sync::Mutex::new(reads.iter_mut());
+    let failed = std::sync::Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let read = match next.lock() {
+                    Ok(mut it) => it.next(),
+                    Err(_) => return,
+                };
+                let Some(read) = read else {
+                    return;
+                };
+                if let Err(e) = imp::read_exact_at(file, read.buf, read.offset) {
+                    if let Ok(mut f) = failed.lock() {
+                        f.get_or_insert(e);
+                    }
+                    return;
+                }
+            });
+        }
+    });
+    match failed.into_inner() {
+        Ok(Some(e)) => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// The alignment of offsets, lengths and buffers for a file from [`open_direct`].

@@ -5,6 +5,7 @@ mod cli;
 mod cli_random;
 mod common;
 mod conformance;
+mod gather;
 mod hardening;
 mod malformed;
 mod newcomer;
