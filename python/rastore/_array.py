@@ -1,6 +1,8 @@
 """``rastore.Array``: a lazy array over a ``.ra`` file (or ``.npy``) or an ``s3://``
 object, which reads nothing until it is indexed, pickles as its location, and which
-Dask never copies."""
+Dask never copies. Basic indexing of a file is a view over its mapping; integer-array
+indexing and ``take`` are gathers: one batch of reads at the device's queue depth
+(``DataReader::read_many_into``), with the GIL released."""
 
 import operator
 import os
@@ -18,6 +20,7 @@ class _Local:
         self.path = path
         self.mapped = None
         self.decoded = None
+        self.reader = None
         try:
             mapped = MappedFile(path)
             # Mapping checks the header; making the array checks that the data can
@@ -58,6 +61,26 @@ class _Local:
     def __getitem__(self, key):
         return self.array()[key]
 
+    def gather(self, base, axis, indices, buf):
+        """Reads ``base`` (``(start, step, count)`` per axis) with each of ``indices`` on
+        ``axis`` into ``buf``; ``False`` where NumPy indexes the array in memory instead
+        (a ``.npy``, or data decoded whole)."""
+        if self.mapped is None or self.mapped._npy_descr() is not None:
+            return False
+        if self.reader is None:
+            self.reader = _rastore.ReaderCore(self.path)
+        self.reader.gather(base, axis, indices, buf)
+        return True
+
+    def gather_selections(self, selections, buf):
+        """Reads each of ``selections`` into ``buf``, as ``gather``."""
+        if self.mapped is None or self.mapped._npy_descr() is not None:
+            return False
+        if self.reader is None:
+            self.reader = _rastore.ReaderCore(self.path)
+        self.reader.gather_selections(selections, buf)
+        return True
+
 
 class _Remote:
     """An object, opened (one ranged GET) on first use in each process."""
@@ -80,6 +103,15 @@ class _Remote:
 
     def token(self):
         return (self.core.length, self.core.etag)
+
+    def gather(self, base, axis, indices, buf):
+        """As ``_Local.gather``: one batch of coalesced, concurrent ranged GETs."""
+        self.core.gather(base, axis, indices, buf)
+        return True
+
+    def gather_selections(self, selections, buf):
+        self.core.gather_selections(selections, buf)
+        return True
 
     def __getitem__(self, key):
         # Per axis, ascending (start, step, count); a descending slice is fetched
@@ -114,9 +146,28 @@ def _kind_of(k):
     return f"a {type(k).__name__}"
 
 
-def _basic_key(key, shape):
-    """`key` as a tuple of one int (made non-negative) or slice per axis; anything
-    but NumPy's basic indexing (ints, slices, ``...``) is refused."""
+_TAKEN = ("rastore.Array takes NumPy's indexing by ints, slices, ... and one integer "
+          "array (or list) on one axis")
+
+
+def _integers(k):
+    """``k`` as an int64 array when it is an integer array or list, else ``None``."""
+    if not isinstance(k, (list, np.ndarray)) and not hasattr(k, "__array__"):
+        return None
+    a = np.asarray(k)
+    if a.dtype == bool:
+        raise IndexError(f"{_TAKEN}, not {_kind_of(k)}")
+    if a.size == 0 and a.dtype.kind == "f":
+        a = a.astype(np.int64)  # [] is a float array to NumPy, an empty index to us
+    if a.dtype.kind not in "iu":
+        raise IndexError(f"{_TAKEN}, not {_kind_of(k)}")
+    return a.astype(np.int64, copy=False)
+
+
+def _key(key, shape):
+    """``key`` as one entry per axis: an int (made non-negative), a slice, or an int64
+    array (made non-negative), at most one array; every index checked against its
+    axis before anything is read."""
     if not isinstance(key, tuple):
         key = (key,)
     if sum(k is Ellipsis for k in key) > 1:
@@ -127,19 +178,27 @@ def _basic_key(key, shape):
             out.extend([slice(None)] * (len(shape) - (len(key) - 1)))
         elif isinstance(k, slice):
             out.append(k)
+        elif (a := _integers(k)) is not None:
+            out.append(a)
         else:
             try:
                 out.append(operator.index(k))
             except TypeError:
-                raise IndexError(
-                    f"rastore.Array takes NumPy's basic indexing (ints, slices, ...), not "
-                    f"{_kind_of(k)}; index the array it returns for anything else"
-                ) from None
+                raise IndexError(f"{_TAKEN}, not {_kind_of(k)}") from None
     if len(out) > len(shape):
         raise IndexError(f"too many indices: {len(out)} for {len(shape)} dims")
     out.extend([slice(None)] * (len(shape) - len(out)))
+    if sum(isinstance(k, np.ndarray) for k in out) > 1:
+        raise IndexError(f"{_TAKEN}: index with one array at a time")
     for axis, (k, n) in enumerate(zip(out, shape)):
-        if not isinstance(k, slice):
+        if isinstance(k, np.ndarray):
+            bad = (k < -n) | (k >= n)
+            if bad.any():
+                raise IndexError(
+                    f"index {int(k[bad].flat[0])} is out of bounds for axis {axis} with size {n}"
+                )
+            out[axis] = np.where(k < 0, k + n, k)
+        elif not isinstance(k, slice):
             if not -n <= k < n:
                 raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
             out[axis] = k + n if k < 0 else k
@@ -150,12 +209,16 @@ class Array:
     """``Array(path_or_url, storage_options=None)``: the array in a ``.ra`` (or
     ``.npy``) file or an ``s3://`` object, read only when indexed.
 
-    ``x[...]`` takes NumPy's basic indexing and returns an ndarray: from a local file,
-    a read-only view over its mapping; from an object, a new array filled with only
-    the byte runs that hold the selection (merged across gaps under 1 MiB), fetched
-    with concurrent ranged GETs. ``np.asarray(x)`` reads it all. It pickles as its
-    location (and what the header said), and the process that unpickles it opens the
-    file or object again on its first index. ``__dask_tokenize__`` names the location, size and mtime
+    ``x[...]`` takes NumPy's basic indexing (ints, slices, ``...``) and returns an
+    ndarray: from a local file, a read-only view over its mapping; from an object, a
+    new array filled with only the byte runs that hold the selection (merged across
+    gaps under 1 MiB), fetched with concurrent ranged GETs. With one integer array (or
+    list) on one axis, as NumPy's advanced indexing takes it, and with ``take``, the
+    selections of every index are read as one batch at the device's queue depth (a
+    gather: the fast way to read a shuffled batch from a file bigger than memory; see
+    docs/PYTHON.md). ``np.asarray(x)`` reads it all. It pickles as its location (and
+    what the header said), and the process that unpickles it opens the file or object
+    again on its first index. ``__dask_tokenize__`` names the location, size and mtime
     (ETag for an object); there is no ``.copy``, so ``da.from_array`` never copies it.
     """
 
@@ -213,7 +276,90 @@ class Array:
         return self._shape[0]
 
     def __getitem__(self, key):
-        return self._open()[_basic_key(key, self._shape)]
+        key = _key(key, self._shape)
+        if any(isinstance(k, np.ndarray) for k in key):
+            return self._gather(key)
+        return self._open()[key]
+
+    def take(self, indices, axis=-1, mode="raise"):
+        """NumPy's ``take``: the entries at ``indices`` (any shape, repeats allowed)
+        along ``axis`` (``None``: of the array flattened in C order), in one batch of
+        reads; ``mode`` is ``"raise"`` (an index out of range is an ``IndexError``
+        before anything is read), ``"wrap"`` or ``"clip"``. The default axis is the
+        last: whole frames."""
+        idx = _integers(indices)
+        if idx is None:
+            idx = np.asarray(operator.index(indices), dtype=np.int64)
+        if axis is None:
+            n = self.size
+        else:
+            axis = operator.index(axis)
+            if not -self.ndim <= axis < self.ndim:
+                raise np.exceptions.AxisError(axis, self.ndim)
+            axis %= self.ndim
+            n = self._shape[axis]
+        if mode == "wrap":
+            idx = idx % n if n else idx
+        elif mode == "clip":
+            idx = np.clip(idx, 0, max(n - 1, 0))
+        elif mode != "raise":
+            raise ValueError(f"mode must be 'raise', 'wrap' or 'clip', not {mode!r}")
+        if axis is None:
+            bad = (idx < -n) | (idx >= n)
+            if bad.any():
+                raise IndexError(f"index {int(idx[bad].flat[0])} is out of bounds for size {n}")
+            flat = np.where(idx < 0, idx + n, idx).reshape(-1)
+            return self._gather_points(flat, idx.shape)
+        return self[(slice(None),) * axis + (idx,)]
+
+    def _gather(self, key):
+        """``self[key]`` for a key with one integer array: one gather of a selection per
+        index, then NumPy's placement of the indexed axes."""
+        ndim = len(self._shape)
+        axis = next(a for a, k in enumerate(key) if isinstance(k, np.ndarray))
+        idx = key[axis]
+        base, flips, ints = [], [], []
+        for a, (k, n) in enumerate(zip(key, self._shape)):
+            if a == axis:
+                base.append((0, 1, 1))
+            elif isinstance(k, slice):
+                picked = range(*k.indices(n))
+                if picked.step < 0:
+                    picked = picked[::-1]
+                    flips.append(a)
+                base.append((picked.start if picked else 0, picked.step, len(picked)))
+            else:
+                base.append((k, 1, 1))
+                ints.append(a)
+        flat = np.ascontiguousarray(idx.reshape(-1), dtype=np.uint64)
+        counts = [c for _, _, c in base]
+        buf = np.empty(counts + [flat.size], self._dtype, order="F")
+        if buf.size and not self._open().gather(base, axis, flat, buf.T.reshape(-1).view(np.uint8)):
+            # In memory already (a .npy, data decoded whole): NumPy indexes it.
+            return self._open().array()[key]
+        res = buf
+        if flips:
+            res = res[tuple(slice(None, None, -1) if a in flips else slice(None) for a in range(ndim))]
+        res = res[tuple(0 if a in ints or a == axis else slice(None) for a in range(ndim))]
+        # NumPy puts the indexed axes (the array's, and the ints', which broadcast with
+        # it) where the first of them was when they are neighbours, else first.
+        advanced = sorted(ints + [axis])
+        together = advanced == list(range(advanced[0], advanced[-1] + 1))
+        at = sum(1 for a in range(advanced[0]) if a not in advanced) if together else 0
+        res = np.moveaxis(res, -1, at)
+        return res.reshape(res.shape[:at] + idx.shape + res.shape[at + 1:])
+
+    def _gather_points(self, flat, shape):
+        """The elements at the C-order flat indices ``flat`` (non-negative), as an
+        array of ``shape``: ``take`` with ``axis=None``, one selection per element."""
+        buf = np.empty(flat.size, self._dtype)
+        if flat.size:
+            points = np.unravel_index(flat, self._shape)
+            sels = [[(int(p[i]), 1, 1) for p in points] for i in range(flat.size)]
+            source = self._open()
+            if not source.gather_selections(sels, buf.view(np.uint8)):
+                return np.asarray(source.array()).reshape(-1)[flat].reshape(shape)
+        return buf.reshape(shape)
 
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self[...])

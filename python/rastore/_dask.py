@@ -12,6 +12,7 @@ is on disk or pending before the write runs; on a failure the hidden file is rem
 the upload aborted (see ``_Write`` for who notices which failure).
 """
 
+import json
 import os
 import uuid
 import weakref
@@ -115,19 +116,26 @@ class _Region:
 
 
 class _Write(Delayed):
-    """The delayed write ``compute=False`` returns. Nothing is on disk (no upload is
-    begun) until it runs: its first task creates the hidden file (or begins the
-    upload). A run that fails removes it (aborts the upload): a failing store task
-    does so itself, and a block that fails upstream, under Dask's local schedulers
-    (threads, processes, sync: ``dask.compute``'s default), is seen by a scheduler
-    callback that does the same. Under ``distributed`` such a failure leaves the
-    hidden file, or the pending upload, to ``cleanup()``."""
+    """The delayed write ``compute=False`` returns. Nothing is on disk, and no upload
+    is begun, until it runs. A run that fails removes the hidden file (aborts the
+    upload) without a call to ``cleanup()``:
 
-    __slots__ = ("_cleanup", "_first", "_last")
+    - under Dask's local schedulers (threads, processes, sync: ``dask.compute``'s
+      default), a callback creates the hidden file when the run starts, before any
+      task, and removes it when the run fails, whichever task failed; an upload's
+      first task begins it, and the callback aborts it (or has it abort itself, if it
+      lands after the failure: threads and sync);
+    - under ``distributed``, the first task creates the file (begins the upload), and
+      a store that fails removes it (aborts); a block that fails upstream of the
+      stores leaves it to ``cleanup()``.
+    """
 
-    def __init__(self, delayed, first, last, cleanup):
+    __slots__ = ("_cleanup", "_first", "_last", "_prepare")
+
+    def __init__(self, delayed, first, last, cleanup, prepare):
         super().__init__(delayed.key, delayed.dask)
         self._cleanup, self._first, self._last = cleanup, first, last
+        self._prepare = prepare
         _Janitor.watch(self)
 
     def compute(self, **kwargs):
@@ -143,9 +151,10 @@ class _Write(Delayed):
 
 
 class _Janitor(Callback):
-    """A callback of Dask's local schedulers, registered once: when a run that holds a
-    write's first task fails before its last task ran, the write is cleaned up, with
-    the run's results at hand (an upload's id is the first task's result)."""
+    """A callback of Dask's local schedulers, registered once. When a run that holds a
+    write's first task starts, it prepares the write (the hidden file); when the run
+    fails before the write's last task ran, it cleans the write up, with the run's
+    results at hand (an upload's token is its first task's result)."""
 
     _writes = weakref.WeakValueDictionary()
     _registered = False
@@ -160,11 +169,14 @@ class _Janitor(Callback):
         type(self)._registered = True
         self.register()
 
+    def _start_state(self, dsk, state):
+        for first, write in list(self._writes.items()):
+            if first in dsk:
+                write._prepare()
+
     def _finish(self, dsk, state, errored):
         for first, write in list(self._writes.items()):
-            if first not in dsk:
-                continue
-            if write._last in state["finished"]:
+            if first not in dsk or write._last in state["finished"]:
                 continue
             if errored:
                 write._cleanup(state["cache"].get(first))
@@ -182,17 +194,23 @@ def _remove(path):
         pass
 
 
-# Hidden files of failed runs: a create still running when its run failed (a thread
-# of the local scheduler goes on) removes what it made.
-_abandoned = set()
+def _in_worker():
+    """Whether this task runs on a ``distributed`` worker (not a local scheduler)."""
+    try:
+        from distributed import get_worker
+
+        get_worker()
+        return True
+    except (ImportError, ValueError):
+        return False
 
 
 def _create(tmp, eltype, elbyte, dims, trailer):
-    """The first task of a local write: the hidden file, at full size."""
-    _abandoned.discard(tmp)
-    _rastore.create_file(tmp, eltype, elbyte, dims, True, trailer, False)
-    if tmp in _abandoned:
-        _remove(tmp)
+    """The first task of a local write. On a ``distributed`` worker it creates the
+    hidden file at full size; under a local scheduler the janitor created it when the
+    run started (so that a run failing early never races a late create)."""
+    if _in_worker():
+        _rastore.create_file(tmp, eltype, elbyte, dims, True, trailer, False)
     return tmp
 
 
@@ -228,10 +246,12 @@ def _local(path, x, eltype, elbyte, dims, dtype, trailer, durable, split_links):
     job = dask.delayed(_name)(stored, tmp, path, durable, split_links, dask_key_name=last)
 
     def cleanup(_first_result):
-        _abandoned.add(tmp)
         _remove(tmp)
 
-    return job, first, last, cleanup
+    def prepare():
+        _rastore.create_file(tmp, eltype, elbyte, dims, True, trailer, False)
+
+    return job, first, last, cleanup, prepare
 
 
 def write(path, x, *, metadata=None, durable=False, split_links=False, storage_options=None,
@@ -249,7 +269,7 @@ def write(path, x, *, metadata=None, durable=False, split_links=False, storage_o
     if trailer is None:
         trailer = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
     if _is_remote(path):
-        graph = _fill(path, x, eltype, elbyte, dims, bytes(trailer), storage_options)
+        graph = _fill(path, x, eltype, elbyte, dims, bytes(trailer), storage_options, compute)
     else:
         graph = _local(path, x, eltype, elbyte, dims, dtype, bytes(trailer), durable,
                        split_links)
@@ -260,25 +280,48 @@ def write(path, x, *, metadata=None, durable=False, split_links=False, storage_o
     return None
 
 
-def _begin(plan, settings):
-    """The first task of an upload: begins it (the plan gains its upload id)."""
-    return _rastore.fill_start(plan, settings)
+# Uploads whose run failed while their first task was still beginning them (a thread
+# of the local scheduler goes on): the task aborts what it begun.
+_abort_on_begin = set()
+
+
+def _begin(plan, settings, first):
+    """The first task of an upload: begins it (the plan gains its upload id), unless
+    the client began it already."""
+    if json.loads(plan)["upload_id"]:
+        return plan
+    token = _rastore.fill_start(plan, settings)
+    if first in _abort_on_begin:
+        _rastore.fill_abort(token, settings)
+    return token
+
+
+# Uploads aborted after a failure: a part still in flight when its run failed (a
+# thread of the local scheduler goes on) aborts again once it lands, so that a server
+# that takes parts of an aborted upload is left with none.
+_aborted = set()
 
 
 def _put(token, settings, part, block):
     try:
         data = _fortran_bytes(_native(np.asarray(block)))
-        return part, _rastore.fill_put(token, settings, part, data)
+        etag = _rastore.fill_put(token, settings, part, data)
     except BaseException:
+        _aborted.add(token)
         _rastore.fill_abort(token, settings)
         raise
+    if token in _aborted:
+        _rastore.fill_abort(token, settings)
+    return part, etag
 
 
 def _complete(token, settings, etags):
     _rastore.fill_complete(token, settings, [tuple(e) for e in etags])
 
 
-def _fill(url, x, eltype, elbyte, dims, trailer, storage_options):
+def _fill(url, x, eltype, elbyte, dims, trailer, storage_options, now):
+    """The graph of an upload: begin (here and ``now``, or as its first task), put each
+    part, complete."""
     settings = _settings(storage_options)
     key = uuid.uuid4().hex
     first, last = f"rastore-begin-{key}", f"rastore-complete-{key}"
@@ -289,17 +332,24 @@ def _fill(url, x, eltype, elbyte, dims, trailer, storage_options):
             _rastore.remote_write(url, settings, eltype, elbyte, dims, _fortran_bytes(a), trailer)
 
         job = dask.delayed(whole)(x, dask_key_name=last)
-        return job, first, last, (lambda _token: None)
+        return job, first, last, (lambda _token: None), (lambda: None)
     plan = _rastore.fill_plan(url, settings, eltype, elbyte, dims, trailer)
     frames = tuple(stop - start for _, start, stop in _rastore.fill_frames(plan))
-    token = dask.delayed(_begin, pure=False)(plan, settings, dask_key_name=first)
+    if now:
+        # To be run at once: begun here, so that whatever fails, the client can abort.
+        plan = _rastore.fill_start(plan, settings)
+    token = dask.delayed(_begin, pure=False)(plan, settings, first, dask_key_name=first)
     parts = x.rechunk(tuple(dims[:-1]) + (frames,)).to_delayed().reshape(-1)
     put = dask.delayed(_put, pure=False)
     etags = [put(token, settings, part + 1, block) for part, block in enumerate(parts)]
     job = dask.delayed(_complete)(token, settings, etags, dask_key_name=last)
 
     def cleanup(started):
-        if started is not None:
-            _rastore.fill_abort(started, settings)
+        started = started or (plan if now else None)
+        if started is None:
+            _abort_on_begin.add(first)
+            return
+        _aborted.add(started)
+        _rastore.fill_abort(started, settings)
 
-    return job, first, last, cleanup
+    return job, first, last, cleanup, (lambda: None)

@@ -10,12 +10,14 @@
 //! | appending frames | `append.rs` |
 //! | objects in S3-protocol storage (feature `s3`) | `remote.rs` |
 //! | NDL trailers to and from Python values (xarray's labels) | `ndl.rs` |
+//! | gathers: a batch of selections in one call (`take`, integer-array indexing) | `reader.rs` |
 
 mod append;
 mod errors;
 mod io;
 mod mapped;
 mod ndl;
+mod reader;
 #[cfg(feature = "s3")]
 mod remote;
 
@@ -26,6 +28,7 @@ fn _rastore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", m.py().get_type::<errors::Error>())?;
     m.add_class::<mapped::MappedFileCore>()?;
     m.add_class::<append::AppenderCore>()?;
+    m.add_class::<reader::ReaderCore>()?;
     io::register(m)?;
     ndl::register(m)?;
     #[cfg(feature = "s3")]

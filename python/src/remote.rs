@@ -8,11 +8,12 @@ use std::sync::OnceLock;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rastore::remote::{FillToken, RemoteOptions, RemoteRa, Stride};
+use rastore::remote::{FillToken, RemoteOptions, RemoteRa};
 use rastore::{DType, Encoding, Header};
 
 use crate::errors::{error, to_py};
 use crate::io::bytes_of;
+use crate::reader::{along, bytes_mut, strides};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RemoteFileCore>()?;
@@ -95,16 +96,40 @@ impl RemoteFileCore {
         &self,
         py: Python<'_>,
         sel: Vec<(u64, u64, u64)>,
+        buf: PyReadwriteArray1<'_, u8>,
+    ) -> PyResult<()> {
+        self.gather_selections(py, vec![sel], buf)
+    }
+
+    /// Reads `base` with each of `indices` on `axis`, one selection after another into
+    /// `buf`: one batch of concurrent ranged GETs, coalesced.
+    fn gather(
+        &self,
+        py: Python<'_>,
+        base: Vec<(u64, u64, u64)>,
+        axis: usize,
+        indices: PyReadonlyArray1<'_, u64>,
         mut buf: PyReadwriteArray1<'_, u8>,
     ) -> PyResult<()> {
-        let sel: Vec<Stride> = sel
-            .into_iter()
-            .map(|(start, step, count)| Stride::new(start, step, count))
-            .collect();
-        let out = buf
-            .as_slice_mut()
-            .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
-        py.detach(|| self.ra.read_selection_into(&sel, out))
+        let indices = indices
+            .as_slice()
+            .map_err(|e| error(format!("indices must be contiguous: {e}")))?;
+        let sels = along(&base, axis, indices)?;
+        let out = bytes_mut(&mut buf)?;
+        py.detach(|| self.ra.read_many_into(&sels, out))
+            .map_err(to_py)
+    }
+
+    /// Reads each of `selections`, one after another into `buf`: one batch.
+    fn gather_selections(
+        &self,
+        py: Python<'_>,
+        selections: Vec<Vec<(u64, u64, u64)>>,
+        mut buf: PyReadwriteArray1<'_, u8>,
+    ) -> PyResult<()> {
+        let sels = strides(selections);
+        let out = bytes_mut(&mut buf)?;
+        py.detach(|| self.ra.read_many_into(&sels, out))
             .map_err(to_py)
     }
 

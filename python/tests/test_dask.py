@@ -45,8 +45,9 @@ def test_array_indexes_like_numpy(tmp_path):
                 (..., 3), (slice(2, 2),), (0, 0, 0), (slice(-3, None), slice(None, 4), slice(1, None, 2))]:
         np.testing.assert_array_equal(x[key], a[key], err_msg=str(key))
     np.testing.assert_array_equal(np.asarray(x), a)
-    with pytest.raises(IndexError, match="basic indexing"):
-        x[[0, 1]]
+    np.testing.assert_array_equal(x[[0, 1]], a[[0, 1]])
+    with pytest.raises(IndexError, match="not a boolean mask"):
+        x[a > 0]
     with pytest.raises(IndexError, match="out of bounds"):
         x[5]
     # Compressed data has no view in place: decoded on the first index.

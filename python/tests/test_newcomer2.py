@@ -65,11 +65,16 @@ def test_a_failed_block_of_an_upload_leaves_nothing_pending(s3):
     da = pytest.importorskip("dask.array")
     x = da.ones((1024, 1024, 8), chunks=(1024, 1024, 2), dtype="f4").map_blocks(_fails_on_block_2, dtype="f4")
     url = s3.url("failed.ra")
+    # Other tests' uploads on the shared server are theirs (s3s-fs takes parts that
+    # land after an abort, which S3 refuses).
+    before = set(s3.pending_uploads())
     w = rastore.write(url, x, compute=False, storage_options=s3.options)
-    assert s3.pending_uploads() == [], "no upload begun before the write runs"
+    assert set(s3.pending_uploads()) == before, "no upload begun before the write runs"
     with pytest.raises(RuntimeError, match="block 2 failed"):
         dask.compute(w, scheduler="threads")
-    assert s3.pending_uploads() == []
+    import time
+    time.sleep(0.5)  # the parts the scheduler's threads still had in flight
+    assert set(s3.pending_uploads()) == before
     assert not s3.object("failed.ra").exists()
 
 

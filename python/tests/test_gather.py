@@ -1,0 +1,144 @@
+"""Gathers (issue 29): ``rastore.Array.take`` and integer-array indexing equal NumPy's
+on the same data, for every dtype, file encoding and index placement, locally and on
+``s3://``; indices out of range are refused before anything is read; worker processes
+gather shuffled batches from one file, as a data loader's do."""
+import concurrent.futures
+import pickle
+
+import numpy as np
+import pytest
+
+import rastore
+
+DTYPES = ["?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16",
+          [("name", "S3"), ("age", "<i4"), ("w", "<f8")]]
+
+
+def _data(dtype, shape=(6, 5, 7), seed=0):
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(seed)
+    if dt.names:
+        a = np.zeros(shape, dt)
+        a["name"] = b"ab"
+        a["age"] = rng.integers(-100, 100, shape)
+        a["w"] = rng.standard_normal(shape)
+        return a
+    if dt.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    raw = rng.integers(0, 255, int(np.prod(shape)) * dt.itemsize, dtype=np.uint8)
+    a = raw.view(dt).reshape(shape)
+    if dt.kind == "f":
+        a = rng.standard_normal(shape).astype(dt)
+    return np.asfortranarray(a)
+
+
+KEYS = [
+    (np.array([3, 0, 3, -1]),),
+    (slice(None), [4, 1]),
+    (slice(1, 5), slice(None), [6, 6, 0, -7]),
+    (Ellipsis, [2]),
+    (0, slice(None), [1, 2]),
+    (0, [1, 2]),
+    (slice(None, None, -2), np.array([[0, 4], [2, 2]]), slice(5, 1, -1)),
+    ([], slice(None)),
+    (2, slice(None), np.int64(3)),
+]
+
+
+def _same(got, want):
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype)
+    if want.dtype.names:
+        for f in want.dtype.names:
+            np.testing.assert_array_equal(got[f], want[f])
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_take_and_array_indexing_equal_numpys_for_every_dtype(tmp_path, dtype):
+    a = _data(dtype)
+    p = tmp_path / "a.ra"
+    rastore.write(p, a)
+    x = rastore.Array(p)
+    for key in KEYS:
+        _same(x[key], a[key])
+    for axis in (0, 1, 2, -1, -3):
+        _same(x.take([4, 0, 4, -2], axis=axis), a.take([4, 0, 4, -2], axis=axis))
+    _same(x.take([[1, 2], [3, -1]]), a.take([[1, 2], [3, -1]], axis=-1))
+    _same(x.take([7, -1, 0, 209], axis=None), a.take([7, -1, 0, 209]))
+    _same(x.take(3, axis=1), a.take(3, axis=1))
+    _same(x.take([9, -9], axis=0, mode="wrap"), a.take([9, -9], axis=0, mode="wrap"))
+    _same(x.take([9, -9], axis=0, mode="clip"), a.take([9, -9], axis=0, mode="clip"))
+
+
+def test_every_encoding_gathers_the_same(tmp_path):
+    a = _data("<f4")
+    rastore.write(tmp_path / "plain.ra", a)
+    rastore.write(tmp_path / "lz4.ra", np.round(a), compress=True)
+    raw = (tmp_path / "plain.ra").read_bytes()
+    head = np.frombuffer(raw[:72], "<u8").copy()
+    head[1] |= 1
+    big = head.astype(">u8").tobytes() + np.asfortranarray(a).astype(">f4").tobytes(order="F")
+    (tmp_path / "big.ra").write_bytes(big)
+    np.save(tmp_path / "c.npy", np.ascontiguousarray(a))
+    for name, want in [("plain.ra", a), ("lz4.ra", np.round(a)), ("big.ra", a), ("c.npy", a)]:
+        x = rastore.Array(tmp_path / name)
+        for key in KEYS:
+            _same(x[key], want[key])
+        _same(x.take([6, 0, 6]), want.take([6, 0, 6], axis=-1))
+
+
+def test_out_of_range_and_unsupported_indices_are_refused_before_any_read(tmp_path):
+    a = _data("i2")
+    rastore.write(tmp_path / "a.ra", a)
+    x = rastore.Array(tmp_path / "a.ra")
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 2 with size 7"):
+        x[:, :, [0, 7]]
+    with pytest.raises(IndexError, match="index -8 is out of bounds for axis 2 with size 7"):
+        x.take([-8])
+    with pytest.raises(IndexError, match="out of bounds for size 210"):
+        x.take([210], axis=None)
+    with pytest.raises(IndexError, match="one integer array.*not a boolean mask"):
+        x[a > 0]
+    with pytest.raises(IndexError, match="one array at a time"):
+        x[[0, 1], [0, 1]]
+    with pytest.raises(IndexError, match="not an array of float64"):
+        x[np.array([0.5])]
+    with pytest.raises(np.exceptions.AxisError):
+        x.take([0], axis=3)
+
+
+def test_gathers_from_an_object_equal_numpys(s3):
+    a = _data("<f8", shape=(64, 32, 40))
+    url = s3.url("g.ra")
+    rastore.write(url, a, storage_options=s3.options)
+    x = rastore.Array(url, storage_options=s3.options)
+    for key in KEYS:
+        _same(x[key], a[key])
+    order = np.random.default_rng(1).permutation(40)[:25]
+    _same(x.take(order), a.take(order, axis=-1))
+    _same(x.take(np.concatenate([order, order[:3]])), a.take(np.concatenate([order, order[:3]]), axis=-1))
+    with pytest.raises(IndexError, match="out of bounds for axis 2 with size 40"):
+        x.take([40])
+
+
+def _worker_batches(x, batches):
+    """A data loader's worker: the array arrives pickled (as its location); each batch
+    is one take."""
+    return [x.take(b) for b in batches]
+
+
+def test_worker_processes_gather_shuffled_batches_from_one_file(tmp_path):
+    a = _data("<f4", shape=(16, 16, 300))
+    p = tmp_path / "train.ra"
+    rastore.write(p, a)
+    x = rastore.Array(p)
+    assert len(pickle.dumps(x)) < 1000, "the array travels as its location"
+    order = np.random.default_rng(2).permutation(300)
+    batches = [order[i:i + 32] for i in range(0, 300, 32)]
+    per_worker = [batches[w::3] for w in range(3)]
+    with concurrent.futures.ProcessPoolExecutor(3) as pool:
+        results = list(pool.map(_worker_batches, [x] * 3, per_worker))
+    for w, got in enumerate(results):
+        for b, g in zip(per_worker[w], got):
+            np.testing.assert_array_equal(g, a[..., b])
