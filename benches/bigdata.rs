@@ -32,6 +32,15 @@
 //!   them, `rastore::read` of one whole, and `ra slice` of half of one against `dd`
 //!   of those bytes into a file.
 //!
+//! - gathers (`RASTORE_BIG_PART=gather`): shuffled batches of samples of the
+//!   `RASTORE_BIG_GIB` file (`[1024, 1024, 256·GiB]` float32): `[:, j, k]` (4 KiB),
+//!   `[:, j:j+4, k]` (16 KiB) and `[:, j:j+256, k]` (1 MiB) blocks at random `j` and
+//!   `k`, 20,000 of each (2,000 of 1 MiB) in batches of `RASTORE_GATHER_BATCH` (500),
+//!   sorted and in random order, read by `DataReader::read_many_into_with` with each
+//!   engine (io_uring, threads), buffered and `O_DIRECT`, at several queue depths,
+//!   against `fio --rw=randread --ioengine=libaio --iodepth=32 --direct=1` of as
+//!   many reads of the same size over the same file (the device's floor).
+//!
 //! `RASTORE_BIG_ONLY` (a part of a case's name) runs the floors and the cases whose
 //! names hold it; a conversion stage none of whose cases it picks is skipped whole,
 //! its input not made.
@@ -309,6 +318,9 @@ fn main() {
     if part.is_empty() || part == "read" {
         let _ = std::fs::remove_file(&path);
         reads(&b, (gib / 2).max(1));
+    }
+    if part == "gather" {
+        gathers(&b, &path, gib);
     }
 }
 
@@ -703,4 +715,198 @@ fn reads(b: &Bench, gib: u64) {
 fn cmd(args: &[&str]) -> Box<dyn Fn()> {
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     Box::new(move || shell(&args.iter().map(String::as_str).collect::<Vec<_>>()))
+}
+
+/// `n` random `(j, k)` sample origins of a `[1024, 1024, frames]` array, `width`
+/// indices of `j` each (xorshift from `seed`), sorted by where they lie, or not.
+fn samples(n: usize, width: u64, frames: u64, sorted: bool, mut seed: u64) -> Vec<(u64, u64)> {
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut v: Vec<(u64, u64)> = (0..n)
+        .map(|_| (next() % (1024 - width + 1), next() % frames))
+        .collect();
+    if sorted {
+        v.sort_by_key(|&(j, k)| (k, j));
+    }
+    v
+}
+
+/// fio's own count of IOPS for `n` random reads of `block` bytes (at multiples of
+/// 4 KiB) of `path` at queue depth 32, `O_DIRECT` (its start and end, a few hundred
+/// milliseconds, left out).
+fn fio_iops(path: &str, block: u64, n: usize) -> f64 {
+    let out = Command::new("fio")
+        .args([
+            "--name=floor",
+            &format!("--filename={path}"),
+            "--rw=randread",
+            &format!("--bs={block}"),
+            "--blockalign=4096",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--iodepth=32",
+            &format!("--io_size={}", block * n as u64),
+            "--norandommap",
+            "--randrepeat=0",
+            "--output-format=terse",
+            "--terse-version=3",
+        ])
+        .output()
+        .expect("fio (apt-get install fio)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split(';')
+        .nth(7)
+        .and_then(|f| f.parse().ok())
+        .expect("fio's IOPS")
+}
+
+/// One way a gather bench reads its samples: fio at a block size, or a gather.
+enum Way {
+    Fio(u64),
+    Gather(rastore::gather::GatherOptions),
+}
+
+fn gathers(b: &Bench, path: &Path, gib: u64) {
+    use rastore::gather::{Engine, GatherOptions};
+    use rastore::Stride;
+    make(path, gib);
+    let p = path.to_str().expect("a UTF-8 path").to_string();
+    let frames = gib * 256;
+    let batch: usize = env_or("RASTORE_GATHER_BATCH", 500);
+    let hybrid = |engine, depth| {
+        Way::Gather(GatherOptions {
+            engine,
+            depth,
+            direct: true,
+        })
+    };
+    for (width, n, what) in [
+        (1u64, 20_000usize, "4 KiB"),
+        (4, 20_000, "16 KiB"),
+        (256, 2_000, "1 MiB"),
+    ] {
+        if !b.only.is_empty() && !what.contains(b.only.as_str()) {
+            continue;
+        }
+        let bytes = width * 1024 * 4;
+        for sorted in [true, false] {
+            let picked = samples(n, width, frames, sorted, 0x9e37_79b9_7f4a_7c15 ^ width);
+            let order = if sorted { "sorted" } else { "unsorted" };
+            // A sample starts 72 bytes (the header) past a block boundary: read around
+            // the cache, it takes one block more than its size.
+            let all = std::env::var_os("RASTORE_GATHER_ALL").is_some();
+            let mut ways: Vec<(String, Way)> = vec![
+                (
+                    "fio randread libaio qd32 direct, the sample's size (floor)".into(),
+                    Way::Fio(bytes),
+                ),
+                (
+                    "fio, the same at the sample's size + 4 KiB (a misaligned sample's blocks)"
+                        .into(),
+                    Way::Fio(bytes + 4096),
+                ),
+                (
+                    "read_many_into, io_uring, cached or O_DIRECT, depth 64 (the default)".into(),
+                    hybrid(Engine::Uring, 64),
+                ),
+                (
+                    "read_many_into, io_uring, cached or O_DIRECT, depth 32".into(),
+                    hybrid(Engine::Uring, 32),
+                ),
+                (
+                    "read_many_into, io_uring, cached or O_DIRECT, depth 128".into(),
+                    hybrid(Engine::Uring, 128),
+                ),
+                (
+                    "read_many_into, io_uring, buffered, depth 64".into(),
+                    Way::Gather(GatherOptions {
+                        engine: Engine::Uring,
+                        depth: 64,
+                        direct: false,
+                    }),
+                ),
+                (
+                    "read_many_into, threads, cached or O_DIRECT, depth 64".into(),
+                    hybrid(Engine::Threads, 64),
+                ),
+                (
+                    "read_many_into, threads, buffered, depth 64".into(),
+                    Way::Gather(GatherOptions {
+                        engine: Engine::Threads,
+                        depth: 64,
+                        direct: false,
+                    }),
+                ),
+            ];
+            // By default the floors and the default way; RASTORE_GATHER_ALL: every way.
+            if !all {
+                ways.truncate(3);
+            }
+            // The batches' buffer, made (and its pages touched) before any run: each
+            // way reads into memory it already has, as fio does.
+            let mut out = vec![1u8; batch.min(n) * bytes as usize];
+            // Rounds of one cold run of every way, so that each is compared with the
+            // floor measured next to it (the VM's disk drifts from minute to minute).
+            let mut rates = vec![Vec::new(); ways.len()];
+            let mut ratios = vec![Vec::new(); ways.len()];
+            let mut peaks = vec![0u64; ways.len()];
+            for _ in 0..b.runs {
+                let mut floor = 0.0;
+                for (w, (_, way)) in ways.iter().enumerate() {
+                    drop_cache();
+                    let base = rss_anon();
+                    let rate = match way {
+                        Way::Fio(block) => fio_iops(&p, *block, n),
+                        Way::Gather(options) => {
+                            let t = Instant::now();
+                            let r = rastore::DataReader::open(path).expect("open");
+                            for chunk in picked.chunks(batch) {
+                                let sels: Vec<[Stride; 3]> = chunk
+                                    .iter()
+                                    .map(|&(j, k)| {
+                                        [
+                                            Stride::all(1024),
+                                            Stride::new(j, 1, width),
+                                            Stride::new(k, 1, 1),
+                                        ]
+                                    })
+                                    .collect();
+                                let out = &mut out[..chunk.len() * bytes as usize];
+                                r.read_many_into_with(&sels, out, options).expect("gather");
+                            }
+                            std::hint::black_box(&out);
+                            n as f64 / t.elapsed().as_secs_f64()
+                        }
+                    };
+                    peaks[w] = peaks[w].max(rss_anon().saturating_sub(base));
+                    if w == 0 {
+                        floor = rate;
+                    }
+                    rates[w].push(rate);
+                    ratios[w].push(rate / floor);
+                }
+            }
+            let median = |v: &mut Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                (v[v.len() / 2], v[0], v[v.len() - 1])
+            };
+            println!(
+                "\n{n} random {what} samples ({order}), batches of {batch}, {} rounds, cold: {}",
+                b.runs, b.cold
+            );
+            println!("case\tsamples/s median (min-max)\tvs the floor in its round: median (min-max)\tanon MiB after");
+            for (w, (name, _)) in ways.iter().enumerate() {
+                let (r, r0, r1) = median(&mut rates[w]);
+                let (q, q0, q1) = median(&mut ratios[w]);
+                println!(
+                    "{name}\t{r:.0} ({r0:.0}-{r1:.0})\t{q:.2} ({q0:.2}-{q1:.2})\t{}",
+                    peaks[w] >> 20
+                );
+            }
+        }
+    }
 }

@@ -6,10 +6,12 @@
 //! about 100 bytes read for every byte a scattered sample returns. A gather instead
 //! knows every byte run of the batch before it reads any: it sorts them by where they
 //! lie, merges those that overlap, touch or lie close, and keeps up to `depth` reads in
-//! flight ([`crate::sys::read_batch`]: io_uring on Linux, else a pool of threads),
-//! told not to read ahead. A read that holds one run lands straight in the output; the
-//! others go through a buffer and are copied to each of their places (a frame asked
-//! for twice is read once).
+//! flight ([`crate::sys::read_stream`]: io_uring on Linux, else a pool of threads).
+//! What the page cache holds is read from it, at memory speed; the rest around it
+//! (`O_DIRECT`, where the platform can), so that scattered pages read once do not
+//! fill the cache. A read that holds one run lands in the output (through an aligned
+//! buffer when read around the cache); the others are copied to each of their places
+//! as they arrive (a frame asked for twice is read once).
 
 use std::fs::File;
 use std::ops::Range;
@@ -17,35 +19,32 @@ use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::selection::Run;
-use crate::sys::{self, FileAdvice, ReadAt, DIRECT_ALIGN};
+use crate::sys::{self, FileAdvice, StreamFile, StreamRead};
 
 pub use crate::sys::Engine;
 
-/// Bytes of buffers a gather holds at once for reads that do not land straight in
-/// the output (the rest wait for the next round).
-const BOUNCE_BYTES: usize = 64 << 20;
-
-/// How a gather reads: the engine, the reads in flight, and whether around the page
-/// cache.
+/// How a gather reads: the engine, the reads in flight, and whether what the page
+/// cache does not hold is read around it.
 #[derive(Debug, Clone)]
 pub struct GatherOptions {
     /// How the reads are issued.
     pub engine: Engine,
     /// Reads in flight at once.
     pub depth: usize,
-    /// Around the page cache (`O_DIRECT`, Linux), through aligned buffers; buffered
-    /// where the platform or file system has no such reads.
+    /// What is not in the page cache is read around it (`O_DIRECT`, Linux), through
+    /// aligned buffers, and what is, from it; `false`: everything through the page
+    /// cache. Where the platform or file system has no direct reads, the page cache.
     pub direct: bool,
 }
 
 impl Default for GatherOptions {
-    /// io_uring where there is one, 32 reads in flight, through the page cache (the
-    /// `gather` benchmark's choice: docs/PERFORMANCE.md).
+    /// io_uring where there is one, 64 reads in flight, cached data from the cache and
+    /// the rest around it: what measured fastest, cold and warm (docs/PERFORMANCE.md).
     fn default() -> Self {
         GatherOptions {
             engine: Engine::Auto,
-            depth: 32,
-            direct: false,
+            depth: 64,
+            direct: true,
         }
     }
 }
@@ -132,132 +131,87 @@ pub(crate) fn read_into(
         .direct
         .then(|| sys::open_direct(target.path))
         .flatten();
-    let file = direct.as_ref().unwrap_or(target.file);
-    if direct.is_none() {
-        // Scattered reads: the kernel reads exactly what is asked, no window ahead.
-        sys::advise_file(target.file, FileAdvice::Random, 0..target.len);
-    }
-    let mut start = 0;
-    while start < reads.len() {
-        // A round: the reads up to the bound on buffered bytes (at least one).
-        let mut held = 0usize;
-        let mut end = start;
-        while end < reads.len() {
-            let r = &reads[end];
-            if direct.is_some() || !r.is_one_run() {
-                let n = aligned(&r.range, direct.is_some()).1;
-                if held > 0 && held + n > BOUNCE_BYTES {
-                    break;
-                }
-                held += n;
-            }
-            end += 1;
-        }
-        round(
-            target,
-            file,
-            direct.is_some(),
-            &reads[start..end],
-            out,
-            options,
-        )?;
-        start = end;
-    }
-    Ok(())
-}
-
-/// `range` as read: from a multiple of the direct alignment to one, when direct.
-fn aligned(range: &Range<u64>, direct: bool) -> (u64, usize) {
-    if !direct {
-        return (range.start, (range.end - range.start) as usize);
-    }
-    let a = DIRECT_ALIGN as u64;
-    let from = range.start / a * a;
-    (from, (range.end.div_ceil(a) * a - from) as usize)
-}
-
-/// One round of [`read_into`]: every read of `reads` in flight together.
-fn round(
-    target: &Target<'_>,
-    file: &File,
-    direct: bool,
-    reads: &[Read],
-    out: &mut [u8],
-    options: &GatherOptions,
-) -> Result<()> {
-    // Direct reads past the last whole block of the file would come back short: those
-    // few go through the page cache.
-    let whole_blocks = target.len / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
-    let mut straight: Vec<&Read> = Vec::new();
-    let mut bounced: Vec<(&Read, bool, Vec<u8>)> = Vec::new();
-    for r in reads {
-        let (from, n) = aligned(&r.range, true);
-        let this_direct = direct && from + n as u64 <= whole_blocks;
-        if !this_direct && r.is_one_run() {
-            straight.push(r);
-        } else {
-            let n = aligned(&r.range, this_direct).1 + if this_direct { DIRECT_ALIGN } else { 0 };
-            bounced.push((r, this_direct, vec![0u8; n]));
+    // Scattered reads: the kernel reads exactly what is asked, no window ahead.
+    sys::advise_file(target.file, FileAdvice::Random, 0..target.len);
+    // Every run's place in the output, carved in order (the runs of a gather never
+    // overlap in the output): a read of one run is read straight into its place; the
+    // others are copied to theirs as they arrive.
+    let mut places: Vec<(usize, usize, usize)> = Vec::new();
+    for (i, r) in reads.iter().enumerate() {
+        for (k, run) in r.runs.iter().enumerate() {
+            places.push((run.to, i, k));
         }
     }
-    straight.sort_by_key(|r| r.runs[0].to);
-    // Each straight read's place in the output, carved in order (the runs of a
-    // gather never overlap in the output).
-    let mut buffered: Vec<ReadAt<'_>> = Vec::new();
-    let mut aligned_reads: Vec<ReadAt<'_>> = Vec::new();
-    let mut rest: &mut [u8] = &mut *out;
+    places.sort_unstable();
+    let mut carved: Vec<Vec<&mut [u8]>> = reads
+        .iter()
+        .map(|r| Vec::with_capacity(r.runs.len()))
+        .collect();
+    let mut order: Vec<Vec<usize>> = reads
+        .iter()
+        .map(|r| Vec::with_capacity(r.runs.len()))
+        .collect();
+    let mut rest: &mut [u8] = out;
     let mut at = 0usize;
-    for r in &straight {
-        let run = r.runs[0];
-        let (_, tail) = std::mem::take(&mut rest).split_at_mut(run.to - at);
-        let (piece, tail) = tail.split_at_mut(run.len);
-        buffered.push(ReadAt {
-            offset: run.from,
-            buf: piece,
-        });
+    for (to, i, k) in places {
+        let len = reads[i].runs[k].len;
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(to - at);
+        let (piece, tail) = tail.split_at_mut(len);
+        carved[i].push(piece);
+        order[i].push(k);
         rest = tail;
-        at = run.to + run.len;
+        at = to + len;
     }
-    let mut leads = Vec::with_capacity(bounced.len());
-    for (r, this_direct, buf) in &mut bounced {
-        let (from, n) = aligned(&r.range, *this_direct);
-        let base = if *this_direct {
-            buf.as_ptr().align_offset(DIRECT_ALIGN)
+    let mut stream: Vec<StreamRead<'_>> = Vec::with_capacity(reads.len());
+    let mut scattered: Vec<Vec<(usize, &mut [u8])>> = Vec::with_capacity(reads.len());
+    for ((r, pieces), ks) in reads.iter().zip(carved).zip(order) {
+        let len = (r.range.end - r.range.start) as usize;
+        let mut pieces: Vec<(usize, &mut [u8])> = ks
+            .into_iter()
+            .zip(pieces)
+            .map(|(k, p)| ((r.runs[k].from - r.range.start) as usize, p))
+            .collect();
+        let target = if r.is_one_run() {
+            pieces.pop().map(|(_, p)| p)
         } else {
-            0
+            None
         };
-        leads.push(base + (r.range.start - from) as usize);
-        let read = ReadAt {
-            offset: from,
-            buf: &mut buf[base..base + n],
-        };
-        if *this_direct {
-            aligned_reads.push(read);
-        } else {
-            buffered.push(read);
+        stream.push(StreamRead {
+            offset: r.range.start,
+            len,
+            target,
+        });
+        scattered.push(pieces);
+    }
+    let file = StreamFile {
+        cached: target.file,
+        direct: direct.as_ref(),
+        len: target.len,
+    };
+    let mut scatter = |i: usize, bytes: &[u8]| {
+        for (from, place) in scattered[i].iter_mut() {
+            let n = place.len();
+            place.copy_from_slice(&bytes[*from..*from + n]);
         }
-    }
-    let failed = |e: std::io::Error| match e.kind() {
+    };
+    sys::read_stream(
+        &file,
+        &mut stream,
+        options.engine,
+        options.depth,
+        &mut scatter,
+    )
+    .map_err(|e| match e.kind() {
         std::io::ErrorKind::UnexpectedEof => {
             let now = target.file.metadata().map_or(0, |m| m.len());
             Error::from(ErrorKind::TruncatedData {
-                expected: reads.iter().map(|r| r.range.end).max().unwrap_or(0),
+                expected: last,
                 actual: now,
             })
             .at(target.path)
         }
         _ => Error::io("read", e).at(target.path),
-    };
-    sys::read_batch(target.file, &mut buffered, options.engine, options.depth).map_err(failed)?;
-    sys::read_batch(file, &mut aligned_reads, options.engine, options.depth).map_err(failed)?;
-    drop((buffered, aligned_reads));
-    for ((r, _, buf), lead) in bounced.iter().zip(leads) {
-        for run in &r.runs {
-            let from = lead + (run.from - r.range.start) as usize;
-            out[run.to..run.to + run.len].copy_from_slice(&buf[from..from + run.len]);
-        }
-    }
-    Ok(())
+    })
 }
 
 fn truncated(target: &Target<'_>, expected: u64) -> Error {

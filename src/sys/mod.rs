@@ -21,7 +21,7 @@
 //! | [`open_direct`]: reads around the page cache | `O_DIRECT` | none (buffered) | none (buffered) |
 //! | [`physical_memory`] | `sysinfo` | unknown | unknown |
 //! | [`write_back`] dirty pages behind a large write | `sync_file_range` | nothing | nothing (the lazy writer paces them) |
-//! | [`read_batch`]: many positioned reads at a queue depth | io_uring (`uring.rs`), else a pool of `pread` threads | the pool | the pool of `seek_read` threads |
+//! | [`read_stream`]: many positioned reads at a queue depth | io_uring (`uring.rs`), else a pool of `pread` threads; the page cache tried first (`RWF_NOWAIT`), the rest `O_DIRECT` | the pool, buffered | the pool of `seek_read` threads, buffered |
 //!
 //! Windows refuses to shrink, replace or delete a file that has a live mapping, in this
 //! process or another (`ERROR_USER_MAPPED_FILE`, 1224); every call here that can meet
@@ -71,7 +71,7 @@ pub(crate) enum WriteBack {
     Finish,
 }
 
-/// How a batch of reads is issued ([`read_batch`]).
+/// How a batch of reads is issued ([`read_stream`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Engine {
     /// io_uring where the kernel offers it (Linux), else [`Threads`](Engine::Threads).
@@ -84,53 +84,169 @@ pub enum Engine {
     Threads,
 }
 
-/// One read of a batch: `buf.len()` bytes at `offset`.
+/// One read of a [`read_stream`]: `len` bytes at `offset`, into `target` (the
+/// caller's memory, `len` long) when there is one, else handed to the stream's `done`.
 #[derive(Debug)]
-pub(crate) struct ReadAt<'a> {
+pub(crate) struct StreamRead<'a> {
     pub(crate) offset: u64,
-    pub(crate) buf: &'a mut [u8],
+    pub(crate) len: usize,
+    pub(crate) target: Option<&'a mut [u8]>,
 }
 
-/// Reads every `reads[i].buf` whole from its offset, `depth` reads in flight at once,
-/// as `engine` says. A read that meets the end of the file is `UnexpectedEof`; the first
-/// error is the result (and every read in flight has finished when it is returned).
-pub(crate) fn read_batch(
-    file: &File,
-    reads: &mut [ReadAt<'_>],
+/// The file a stream reads.
+pub(crate) struct StreamFile<'a> {
+    /// Opened as usual: reads through the page cache.
+    pub(crate) cached: &'a File,
+    /// The same file around the page cache ([`open_direct`]), where it can be. Then a
+    /// read whose bytes are all in the page cache ([`is_cached`]) is read from it, at
+    /// memory speed, and any other around it, through an aligned buffer, at the
+    /// device's speed, without filling the cache with scattered pages no one will
+    /// read again.
+    pub(crate) direct: Option<&'a File>,
+    /// Its length: no direct read goes past its last whole block.
+    pub(crate) len: u64,
+}
+
+/// How a read of a stream is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Around the page cache, aligned, into a buffer of the stream's.
+    Direct,
+    /// Through the page cache.
+    Buffered,
+}
+
+/// The bytes of `[offset, offset + len)` a direct read covers: from the block it
+/// starts in to the end of the block it ends in.
+fn aligned(offset: u64, len: usize) -> (u64, usize) {
+    let a = DIRECT_ALIGN as u64;
+    let from = offset / a * a;
+    let to = (offset + len as u64).div_ceil(a) * a;
+    (from, (to - from) as usize)
+}
+
+/// How `len` bytes at `offset` are read: around the page cache when the stream can,
+/// they are not all cached, and their blocks lie within the file; else through it.
+fn phase(file: &StreamFile<'_>, offset: u64, len: usize) -> Phase {
+    let (from, n) = aligned(offset, len);
+    let whole = file.len / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
+    let direct = file.direct.is_some()
+        && from + n as u64 <= whole
+        && imp::is_cached(file.cached, offset, len as u64) != Some(true);
+    if direct {
+        Phase::Direct
+    } else {
+        Phase::Buffered
+    }
+}
+
+/// Most bytes of buffers a stream holds for reads without a target.
+const SLOT_BYTES: usize = 64 << 20;
+
+/// Buffers for the reads of a stream that have no target or read around the cache:
+/// `count` of `size` bytes, each aligned for direct reads.
+struct Slots {
+    arena: Vec<u8>,
+    base: usize,
+    size: usize,
+    free: Vec<usize>,
+}
+
+impl Slots {
+    /// Slots for `reads`, at most `count` of them and [`SLOT_BYTES`] in all (at least
+    /// one), each large enough for any of them read around the cache.
+    fn for_reads(reads: &[StreamRead<'_>], count: usize) -> Slots {
+        let size = reads
+            .iter()
+            .map(|r| aligned(r.offset, r.len).1)
+            .max()
+            .unwrap_or(0)
+            .next_multiple_of(DIRECT_ALIGN);
+        let count = SLOT_BYTES
+            .checked_div(size)
+            .map_or(0, |fit| count.min(fit).max(1));
+        let arena = vec![0u8; count * size + DIRECT_ALIGN];
+        let base = arena.as_ptr().align_offset(DIRECT_ALIGN);
+        Slots {
+            arena,
+            base,
+            size,
+            free: (0..count).rev().collect(),
+        }
+    }
+
+    fn get(&mut self, slot: usize) -> &mut [u8] {
+        let at = self.base + slot * self.size;
+        &mut self.arena[at..at + self.size]
+    }
+}
+
+/// Reads every read of `reads`, `depth` in flight at once, as `engine` says: into its
+/// target, or handed to `done(index, bytes)` (called on this thread, or under a lock).
+/// A read that meets the end of the file is `UnexpectedEof`; the first error is the
+/// result, and no read is in flight when it is returned.
+pub(crate) fn read_stream(
+    file: &StreamFile<'_>,
+    reads: &mut [StreamRead<'_>],
     engine: Engine,
     depth: usize,
+    done: &mut (dyn FnMut(usize, &[u8]) + Send),
 ) -> io::Result<()> {
+    if reads.is_empty() {
+        return Ok(());
+    }
+    // Twice as many slots as reads in flight: new reads go out before the bytes of
+    // those just done are copied from theirs.
+    let mut slots = Slots::for_reads(reads, 2 * depth);
     #[cfg(target_os = "linux")]
     if engine != Engine::Threads {
-        match uring::read_batch(file, reads, depth) {
+        match uring::read_stream(file, reads, depth, &mut slots, done) {
             Err(uring::Unavailable) => {}
             Ok(r) => return r,
         }
     }
     let _ = engine;
-    read_batch_threads(file, reads, depth)
+    read_stream_threads(file, reads, depth, slots, done)
 }
 
-/// [`read_batch`] on `depth` threads, each taking the next read when done with one.
-fn read_batch_threads(file: &File, reads: &mut [ReadAt<'_>], depth: usize) -> io::Result<()> {
-    let threads = depth.clamp(1, reads.len().max(1));
-    let next = std::sync::Mutex::new(reads.iter_mut());
+/// [`read_stream`] on threads, each with a slot of its own and one read in flight.
+fn read_stream_threads(
+    file: &StreamFile<'_>,
+    reads: &mut [StreamRead<'_>],
+    depth: usize,
+    slots: Slots,
+    done: &mut (dyn FnMut(usize, &[u8]) + Send),
+) -> io::Result<()> {
+    let threads = depth.clamp(1, reads.len());
+    let next = std::sync::Mutex::new(reads.iter_mut().enumerate());
+    let done = std::sync::Mutex::new(done);
     let failed = std::sync::Mutex::new(None);
+    let size = slots.size;
     std::thread::scope(|s| {
         for _ in 0..threads {
-            s.spawn(|| loop {
-                let read = match next.lock() {
-                    Ok(mut it) => it.next(),
-                    Err(_) => return,
-                };
-                let Some(read) = read else {
-                    return;
-                };
-                if let Err(e) = imp::read_exact_at(file, read.buf, read.offset) {
-                    if let Ok(mut f) = failed.lock() {
-                        f.get_or_insert(e);
+            s.spawn(|| {
+                let mut own = vec![0u8; size + DIRECT_ALIGN];
+                let base = own.as_ptr().align_offset(DIRECT_ALIGN);
+                let slot = &mut own[base..base + size];
+                loop {
+                    let item = match next.lock() {
+                        Ok(mut it) => it.next(),
+                        Err(_) => return,
+                    };
+                    let Some((i, read)) = item else {
+                        return;
+                    };
+                    let r = read_one(file, read, slot).map(|got| {
+                        if let (Some(bytes), Ok(mut d)) = (got, done.lock()) {
+                            d(i, bytes);
+                        }
+                    });
+                    if let Err(e) = r {
+                        if let Ok(mut f) = failed.lock() {
+                            f.get_or_insert(e);
+                        }
+                        return;
                     }
-                    return;
                 }
             });
         }
@@ -138,6 +254,41 @@ fn read_batch_threads(file: &File, reads: &mut [ReadAt<'_>], depth: usize) -> io
     match failed.into_inner() {
         Ok(Some(e)) => Err(e),
         _ => Ok(()),
+    }
+}
+
+/// One read of a stream, with the calls of this thread: its bytes in `slot` (for
+/// `done`), or `None` when they went to its target.
+fn read_one<'s>(
+    file: &StreamFile<'_>,
+    read: &mut StreamRead<'_>,
+    slot: &'s mut [u8],
+) -> io::Result<Option<&'s [u8]>> {
+    let (offset, len) = (read.offset, read.len);
+    let bytes: &[u8] = match (phase(file, offset, len), file.direct) {
+        (Phase::Direct, Some(direct)) => {
+            let (from, n) = aligned(offset, len);
+            imp::read_exact_at(direct, &mut slot[..n], from)?;
+            let lead = (offset - from) as usize;
+            &slot[lead..lead + len]
+        }
+        _ => match &mut read.target {
+            Some(t) => {
+                imp::read_exact_at(file.cached, t, offset)?;
+                return Ok(None);
+            }
+            None => {
+                imp::read_exact_at(file.cached, &mut slot[..len], offset)?;
+                &slot[..len]
+            }
+        },
+    };
+    match &mut read.target {
+        Some(t) => {
+            t.copy_from_slice(bytes);
+            Ok(None)
+        }
+        None => Ok(Some(bytes)),
     }
 }
 

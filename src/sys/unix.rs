@@ -24,6 +24,62 @@ pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Res
     file.read_exact_at(buf, offset)
 }
 
+/// Whether all of `len` bytes at `offset` of `file` are in the page cache, asked
+/// without reading anything (`cachestat`, Linux 6.5): `None` where the kernel cannot
+/// tell.
+pub(crate) fn is_cached(file: &File, offset: u64, len: u64) -> Option<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        /// `struct cachestat_range` of the kernel's uapi.
+        #[repr(C)]
+        struct Range {
+            off: u64,
+            len: u64,
+        }
+        /// `struct cachestat` of the kernel's uapi.
+        #[repr(C)]
+        #[derive(Default)]
+        struct Stat {
+            nr_cache: u64,
+            nr_dirty: u64,
+            nr_writeback: u64,
+            nr_evicted: u64,
+            nr_recently_evicted: u64,
+        }
+        /// `cachestat`'s number, the same on every Linux architecture.
+        const SYS_CACHESTAT: libc::c_long = 451;
+        if len == 0 {
+            return Some(true);
+        }
+        let range = Range { off: offset, len };
+        let mut stat = Stat::default();
+        // SAFETY: cachestat reads `range` and writes `stat`, both live locals of the
+        // layout the kernel's uapi gives them; the descriptor is borrowed from `file`,
+        // open for the whole call; flags must be 0.
+        let r = unsafe {
+            libc::syscall(
+                SYS_CACHESTAT,
+                file.as_raw_fd(),
+                &range as *const Range,
+                &mut stat as *mut Stat,
+                0u32,
+            )
+        };
+        if r != 0 {
+            return None;
+        }
+        let page = rustix::param::page_size() as u64;
+        let pages = (offset + len).div_ceil(page) - offset / page;
+        Some(stat.nr_cache >= pages)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, offset, len);
+        None
+    }
+}
+
 /// Writes all of `buf` at `offset`, without moving the file's cursor.
 pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
     file.write_all_at(buf, offset)

@@ -1,18 +1,23 @@
-//! Batches of positioned reads through io_uring (Linux): one thread keeps up to
-//! `depth` reads in flight, with one system call per wait instead of one per read.
+//! Streams of positioned reads through io_uring (Linux): one thread keeps up to `depth`
+//! reads in flight, one system call per wait instead of one per read.
 //!
-//! The kernel writes into the callers' buffers while their reads are in flight, so no
-//! read is left in flight when [`read_batch`] returns: after an error, the reads
-//! already submitted are still waited for.
+//! In a stream that can read around the page cache ([`StreamFile::direct`]), what is
+//! not cached is read so (`O_DIRECT`), into an aligned slot, and copied; what is
+//! cached, and everything in other streams, through the page cache, which the kernel
+//! serves from its io-wq workers when the data is not there: as many of them as reads
+//! in flight are allowed.
+//!
+//! The kernel writes into the callers' buffers and the slots while their reads are in
+//! flight, so no read is left in flight when [`read_stream`] returns: after an error,
+//! the reads already submitted are still waited for.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 
 use io_uring::{opcode, types, IoUring};
 
-use super::ReadAt;
+use super::{aligned, phase, Phase, Slots, StreamFile, StreamRead};
 
 /// io_uring cannot be used here (no such system call, or refused by a filter): the
 /// caller reads another way. Nothing was read.
@@ -21,98 +26,225 @@ pub(crate) struct Unavailable;
 /// Most reads in flight: io_uring's submission queue is sized to the next power of two.
 const MAX_DEPTH: usize = 4096;
 
-/// Reads every `reads[i].buf` whole from its offset, `depth` at once; a read that comes
-/// back short is resubmitted for the rest, and one that meets the end of the file is
-/// `UnexpectedEof`. `Err(Unavailable)` when the ring cannot be set up.
-pub(crate) fn read_batch(
-    file: &File,
-    reads: &mut [ReadAt<'_>],
+/// A read in flight: which, in what phase (decided when it is first submitted), in
+/// which slot, and its bytes so far.
+#[derive(Debug, Clone, Copy)]
+struct Flight {
+    read: usize,
+    phase: Option<Phase>,
+    slot: Option<usize>,
+    done: usize,
+}
+
+/// Reads every read of `reads` (see [`super::read_stream`]), `depth` at once.
+/// `Err(Unavailable)` when the ring cannot be set up.
+pub(crate) fn read_stream(
+    file: &StreamFile<'_>,
+    reads: &mut [StreamRead<'_>],
     depth: usize,
+    slots: &mut Slots,
+    done: &mut (dyn FnMut(usize, &[u8]) + Send),
 ) -> Result<io::Result<()>, Unavailable> {
-    if reads.is_empty() {
-        return Ok(Ok(()));
-    }
-    let depth = depth.clamp(1, MAX_DEPTH).min(reads.len());
+    let depth = depth.clamp(1, MAX_DEPTH).min(reads.len().max(1));
     let mut ring = IoUring::new(depth.next_power_of_two() as u32).map_err(|_| Unavailable)?;
-    let fd = types::Fd(file.as_raw_fd());
-    // Bytes of each read already in its buffer.
-    let mut done = vec![0usize; reads.len()];
-    // Reads that came back short, to submit again for the rest.
-    let mut again: VecDeque<usize> = VecDeque::new();
-    let mut next = 0usize;
+    // Buffered reads of uncached data run on the kernel's io-wq workers, of which it
+    // allows four per CPU unless told otherwise: as many as reads in flight.
+    let _ = ring
+        .submitter()
+        .register_iowq_max_workers(&mut [depth as u32, 0]);
+    let (cached, direct) = (
+        types::Fd(file.cached.as_raw_fd()),
+        file.direct.map(|d| types::Fd(d.as_raw_fd())),
+    );
+    let mut flights: Vec<Option<Flight>> = vec![None; depth];
+    let mut ready: VecDeque<Flight> = (0..reads.len())
+        .map(|read| Flight {
+            read,
+            phase: None,
+            slot: None,
+            done: 0,
+        })
+        .collect();
     let mut in_flight = 0usize;
     let mut failed: Option<io::Error> = None;
+    // Reads whose bytes are all in, to be copied out of their slots once the reads
+    // that take their places are on their way.
+    let mut finished: Vec<Flight> = Vec::new();
     loop {
         while failed.is_none() && in_flight < depth {
-            let i = match again.pop_front() {
-                Some(i) => i,
-                None if next < reads.len() => {
-                    next += 1;
-                    next - 1
-                }
-                None => break,
+            let Some(mut f) = ready.pop_front() else {
+                break;
             };
-            let read = &mut reads[i];
-            let rest = &mut read.buf[done[i]..];
-            if rest.is_empty() {
+            let read = &mut reads[f.read];
+            let this = *f
+                .phase
+                .get_or_insert_with(|| phase(file, read.offset, read.len));
+            let needs_slot = this == Phase::Direct || read.target.is_none();
+            if needs_slot && f.slot.is_none() {
+                match slots.free.pop() {
+                    Some(s) => f.slot = Some(s),
+                    None => {
+                        // Every slot is taken: this read waits for one.
+                        ready.push_front(f);
+                        break;
+                    }
+                }
+            }
+            let (fd, at, buf): (types::Fd, u64, &mut [u8]) = match (this, f.slot) {
+                (Phase::Direct, Some(s)) => {
+                    let (from, n) = aligned(read.offset, read.len);
+                    let Some(fd) = direct else {
+                        failed = Some(io::Error::other("a direct read without a direct file"));
+                        break;
+                    };
+                    (fd, from + f.done as u64, &mut slots.get(s)[f.done..n])
+                }
+                (_, Some(s)) => (
+                    cached,
+                    read.offset + f.done as u64,
+                    &mut slots.get(s)[f.done..read.len],
+                ),
+                (_, None) => match &mut read.target {
+                    Some(t) => (cached, read.offset + f.done as u64, &mut t[f.done..]),
+                    None => {
+                        failed = Some(io::Error::other("a read with neither target nor slot"));
+                        break;
+                    }
+                },
+            };
+            if buf.is_empty() {
+                finished.push(f);
                 continue;
             }
-            let len = rest.len().min(u32::MAX as usize) as u32;
-            let entry = opcode::Read::new(fd, rest.as_mut_ptr(), len)
-                .offset(read.offset + done[i] as u64)
+            let Some(at_flight) = flights.iter().position(Option::is_none) else {
+                failed = Some(io::Error::other("io_uring: no free entry for a read"));
+                break;
+            };
+            let len = buf.len().min(u32::MAX as usize) as u32;
+            let entry = opcode::Read::new(fd, buf.as_mut_ptr(), len)
+                .offset(at)
                 .build()
-                .user_data(i as u64);
-            // SAFETY: the entry points into `reads[i].buf`, which the caller lends
-            // mutably for the whole call and which nothing else touches until this
-            // read's completion is reaped below; `fd` is `file`'s, open for the whole
-            // call. No read is left in flight when this function returns: the loop
-            // ends only with `in_flight` at 0. The queue has room: at most `depth`
-            // entries are in flight, and it holds at least `depth`.
-            let pushed = unsafe { ring.submission().push(&entry) };
-            if pushed.is_err() {
+                .user_data(at_flight as u64);
+            // SAFETY: the entry points into a read's target (lent mutably by the caller
+            // for the whole call) or into a slot of `slots` (borrowed for the whole
+            // call), which nothing else touches until this read's completion is reaped
+            // below; the file descriptors are the caller's files, open for the whole
+            // call. No read is left in flight when this function returns: the loop ends
+            // only with `in_flight` at 0. The queue has room: at most `depth` entries
+            // are in flight, and it holds at least `depth`.
+            if unsafe { ring.submission().push(&entry) }.is_err() {
                 failed = Some(io::Error::other("io_uring submission queue full"));
+                ready.push_front(f);
                 break;
             }
+            flights[at_flight] = Some(f);
             in_flight += 1;
         }
-        if in_flight == 0 {
-            return Ok(failed.map_or(Ok(()), Err));
-        }
-        match ring.submit_and_wait(1) {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-                ) || e.raw_os_error() == Some(libc::EBUSY) =>
-            {
-                continue
+        if !finished.is_empty() {
+            // The new reads first, then the copies, while they are in flight.
+            if let Err(e) = submit(&mut ring, 0) {
+                failed.get_or_insert(e);
             }
+            for f in finished.drain(..) {
+                finish(reads, &f, slots, done);
+                if let Some(s) = f.slot {
+                    slots.free.push(s);
+                }
+            }
+            continue;
+        }
+        if in_flight == 0 {
+            return Ok(match failed {
+                Some(e) => Err(e),
+                None if ready.is_empty() => Ok(()),
+                None => Err(io::Error::other("io_uring: reads left unsubmitted")),
+            });
+        }
+        if let Err(e) = submit(&mut ring, 1) {
             // Reads are in flight into the callers' buffers and the kernel will not
             // say when they end: returning would let it write into freed memory.
-            Err(e) => {
-                eprintln!("rastore: io_uring stopped answering with reads in flight: {e}");
-                std::process::abort();
-            }
+            eprintln!("rastore: io_uring stopped answering with reads in flight: {e}");
+            std::process::abort();
         }
-        for cqe in ring.completion() {
+        let completed: Vec<(usize, i32)> = ring
+            .completion()
+            .map(|c| (c.user_data() as usize, c.result()))
+            .collect();
+        for (k, res) in completed {
             in_flight -= 1;
-            let i = cqe.user_data() as usize;
-            match cqe.result() {
+            let Some(mut f) = flights[k].take() else {
+                continue;
+            };
+            let (offset, len) = (reads[f.read].offset, reads[f.read].len);
+            let need = match f.phase {
+                Some(Phase::Direct) => {
+                    let (from, _) = aligned(offset, len);
+                    (offset - from) as usize + len
+                }
+                _ => len,
+            };
+            match res {
                 n if n > 0 => {
-                    done[i] += n as usize;
-                    if done[i] < reads[i].buf.len() {
-                        again.push_back(i);
+                    f.done += n as usize;
+                    if f.done >= need {
+                        finished.push(f);
+                    } else {
+                        ready.push_front(f);
                     }
                 }
                 0 => {
                     failed.get_or_insert(io::ErrorKind::UnexpectedEof.into());
+                    if let Some(s) = f.slot {
+                        slots.free.push(s);
+                    }
                 }
-                e if -e == libc::EINTR || -e == libc::EAGAIN => again.push_back(i),
+                e if -e == libc::EINTR || -e == libc::EAGAIN => ready.push_front(f),
                 e => {
                     failed.get_or_insert(io::Error::from_raw_os_error(-e));
+                    if let Some(s) = f.slot {
+                        slots.free.push(s);
+                    }
                 }
             }
         }
+    }
+}
+
+/// Submits what is queued and waits for `want` completions, through the interruptions
+/// a wait may meet.
+fn submit(ring: &mut IoUring, want: usize) -> io::Result<()> {
+    loop {
+        match ring.submit_and_wait(want) {
+            Ok(_) => return Ok(()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) || e.raw_os_error() == Some(libc::EBUSY) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A read whose bytes are all in: copied from its slot to its target, or handed to
+/// `done`.
+fn finish(
+    reads: &mut [StreamRead<'_>],
+    f: &Flight,
+    slots: &mut Slots,
+    done: &mut (dyn FnMut(usize, &[u8]) + Send),
+) {
+    let read = &mut reads[f.read];
+    let Some(s) = f.slot else {
+        return;
+    };
+    let lead = match f.phase {
+        Some(Phase::Direct) => (read.offset - aligned(read.offset, read.len).0) as usize,
+        _ => 0,
+    };
+    let bytes = &slots.get(s)[lead..lead + read.len];
+    match &mut read.target {
+        Some(t) => t.copy_from_slice(bytes),
+        None => done(f.read, bytes),
     }
 }

@@ -52,6 +52,12 @@ pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) ->
     Ok(())
 }
 
+/// Whether bytes are in the page cache: Windows does not tell (`None`).
+pub(crate) fn is_cached(file: &File, offset: u64, len: u64) -> Option<bool> {
+    let _ = (file, offset, len);
+    None
+}
+
 /// Writes all of `buf` at `offset`.
 pub(crate) fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
     while !buf.is_empty() {

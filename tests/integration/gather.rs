@@ -74,6 +74,20 @@ fn stored(dir: &std::path::Path, a: &ArrayD<f32>) -> Vec<std::path::PathBuf> {
     vec![plain, big_path, lz4]
 }
 
+/// Drops `files` from the page cache (GNU dd's `nocache`; Linux), so that gathers read
+/// them from the device: around the cache when direct.
+fn evict(files: &[std::path::PathBuf]) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    for f in files {
+        let _ = std::process::Command::new("dd")
+            .arg(format!("if={}", f.display()))
+            .args(["iflag=nocache", "count=0", "status=none"])
+            .status();
+    }
+}
+
 fn stride(dim: u64) -> impl Strategy<Value = Stride> {
     prop_oneof![
         Just(Stride::all(dim)),
@@ -119,8 +133,12 @@ fn gathers_equal_ndarray_slicing_for_every_encoding_and_engine() {
     let d = tmp();
     let a = volume(FRAMES as usize);
     let files = stored(d.path(), &a);
+    let _ = std::process::Command::new("sync").status();
     let readers: Vec<DataReader> = files.iter().map(|f| DataReader::open(f).unwrap()).collect();
-    proptest!(ProptestConfig::with_cases(64), |(sels in batch(FRAMES), engine in 0u8..3, direct in any::<bool>(), depth in 1usize..40)| {
+    proptest!(ProptestConfig::with_cases(64), |(sels in batch(FRAMES), engine in 0u8..3, direct in any::<bool>(), depth in 1usize..40, cold in any::<bool>())| {
+        if cold {
+            evict(&files);
+        }
         let want: Vec<u8> = sels.iter().flat_map(|s| expected(&a, s)).collect();
         for r in &readers {
             let mut out = vec![0xa5u8; want.len()];

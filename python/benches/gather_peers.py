@@ -1,0 +1,179 @@
+"""Gathers from Python (issue 29), by hand: shuffled batches of samples of a big
+float32 ``.ra`` ([1024, 1024, frames], as ``ra demo --gib G --keep`` or the ``bigdata``
+benchmark makes it), cold, against the device's floor in the same run.
+
+    .venv/bin/python3 python/benches/gather_peers.py /work/big/big.ra [runs]
+    .venv/bin/python3 python/benches/gather_peers.py --warm /work/big/warm.ra [runs]
+
+Each batch is ``x[:, j:j+w, ks]``: a random ``j`` per batch and ``BATCH`` random frames
+``ks`` (sorted within the batch, or not): blocks of 4 KiB (w=1), 16 KiB (w=4) and
+1 MiB (w=256), each one contiguous run of the file. The ways:
+- ``fio --rw=randread --ioengine=libaio --iodepth=32 --direct=1``: the device (floor);
+- ``np.memmap`` of the data, fancy-indexed;
+- ``rastore.open`` (the mapping), with and without ``advice="random"``;
+- ``os.pread`` of each block from 32 Python threads;
+- ``rastore.Array`` integer-array indexing: one gather per batch.
+
+``--warm``: the file (which must fit in memory) is read into the page cache first, and
+the gather is compared with NumPy's fancy indexing of the same array in memory. Cold
+runs drop the page cache first (root only; it says when it cannot). Prints samples/s,
+median of ``runs`` (min-max), the ratio to the floor, and the peak RSS of the process.
+"""
+import concurrent.futures
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import rastore
+
+BATCH = 500
+
+
+def drop_cache():
+    subprocess.run(["sync"], check=False)
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3")
+        return True
+    except OSError:
+        return False
+
+
+def batches(n, w, frames, sorted_, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for start in range(0, n, BATCH):
+        ks = rng.integers(0, frames, min(BATCH, n - start))
+        if sorted_:
+            ks.sort()
+        out.append((int(rng.integers(0, 1024 - w + 1)), ks))
+    return out
+
+
+def timed(fn, runs, cold):
+    times = []
+    for _ in range(runs):
+        if cold:
+            drop_cache()
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return times
+
+
+def fio(path, block, n):
+    return subprocess.run(
+        ["fio", "--name=floor", f"--filename={path}", "--rw=randread", f"--bs={block}",
+         "--direct=1", "--ioengine=libaio", "--iodepth=32", f"--io_size={block * n}",
+         "--norandommap", "--randrepeat=0", "--output=/dev/null"],
+        check=True,
+    )
+
+
+def cold_cases(path, runs):
+    h = rastore.info(path)
+    dims = h["dims"]
+    frames = dims[2]
+    offset = h["data_offset"]
+    fd = os.open(path, os.O_RDONLY)
+    for w, n, what in [(1, 20000, "4 KiB"), (4, 20000, "16 KiB"), (256, 2000, "1 MiB")]:
+        block = 4096 * w
+        for sorted_ in (True, False):
+            picked = batches(n, w, frames, sorted_, w)
+
+            def memmap():
+                m = np.memmap(path, np.float32, "r", offset, tuple(dims), order="F")
+                for j, ks in picked:
+                    np.asarray(m[:, j:j + w, ks])
+
+            def mapping(advice=None):
+                def go():
+                    v = rastore.open(path, advice=advice)
+                    for j, ks in picked:
+                        np.asarray(v[:, j:j + w, ks])
+                return go
+
+            pool = concurrent.futures.ThreadPoolExecutor(32)
+
+            def preads():
+                for j, ks in picked:
+                    out = np.empty((1024 * w, len(ks)), np.float32, order="F")
+
+                    def one(i):
+                        at = offset + 4 * (j * 1024 + int(ks[i]) * 1024 * 1024)
+                        out[:, i] = np.frombuffer(os.pread(fd, block, at), np.float32)
+
+                    list(pool.map(one, range(len(ks))))
+
+            def gather():
+                x = rastore.Array(path)
+                for j, ks in picked:
+                    x[:, j:j + w, ks]
+
+            cases = [
+                ("fio randread libaio qd32 direct (floor)", lambda: fio(path, block, n)),
+                ("rastore.Array[:, j:j+w, ks] (a gather per batch)", gather),
+                ("os.pread from 32 Python threads", preads),
+                ("rastore.open, advice='random'", mapping("random")),
+                ("rastore.open", mapping()),
+                ("np.memmap fancy indexing", memmap),
+            ]
+            order = "sorted" if sorted_ else "unsorted"
+            print(f"\n{n} samples of {what} ({order}), batches of {BATCH}, {runs} runs, cold")
+            print("case\tsamples/s median (min-max)\tvs floor\tpeak RSS MiB")
+            floor = None
+            for name, fn in cases:
+                # np.memmap and the mapping take minutes at 4 KiB: one run.
+                r = 1 if "open" in name or "memmap" in name else runs
+                t = timed(fn, r, True)
+                rate = n / t[len(t) // 2]
+                floor = floor or rate
+                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+                print(f"{name}\t{rate:,.0f} ({n / t[-1]:,.0f}-{n / t[0]:,.0f})\t"
+                      f"{rate / floor:.2f}\t{rss}", flush=True)
+            pool.shutdown()
+    os.close(fd)
+
+
+def warm_cases(path, runs):
+    h = rastore.info(path)
+    dims = h["dims"]
+    subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+    a = np.fromfile(path, np.float32, offset=h["data_offset"]).reshape(dims, order="F")
+    x = rastore.Array(path)
+    for w, what in [(1, "4 KiB"), (4, "16 KiB"), (256, "1 MiB")]:
+        n = 20000 if w < 256 else 2000
+        picked = batches(n, w, dims[2], False, w)
+        for j, ks in picked[:2]:
+            assert (x[:, j:j + w, ks] == a[:, j:j + w, ks]).all()
+
+        def numpy():
+            for j, ks in picked:
+                a[:, j:j + w, ks]
+
+        def gather():
+            for j, ks in picked:
+                x[:, j:j + w, ks]
+
+        t_np = timed(numpy, runs, False)
+        t_ra = timed(gather, runs, False)
+        mid = lambda t: t[len(t) // 2]
+        print(f"{n} samples of {what}, warm: NumPy in memory {n / mid(t_np):,.0f}/s "
+              f"({n / t_np[-1]:,.0f}-{n / t_np[0]:,.0f}), rastore.Array {n / mid(t_ra):,.0f}/s "
+              f"({n / t_ra[-1]:,.0f}-{n / t_ra[0]:,.0f}): {mid(t_np) / mid(t_ra):.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    warm = args and args[0] == "--warm"
+    if warm:
+        args = args[1:]
+    runs = int(args[1]) if len(args) > 1 else 3
+    if not warm and not drop_cache():
+        print("cannot drop the page cache (not root?): the figures are NOT cold")
+    (warm_cases if warm else cold_cases)(args[0], runs)
