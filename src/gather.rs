@@ -214,6 +214,16 @@ pub(crate) fn read_into(
     })
 }
 
+/// Whether the page cache holds `reads` of `target`, judged by as many as
+/// [`sys::PROBES`] of them spread over the batch (all must be cached); `false` where
+/// the platform cannot tell.
+pub(crate) fn resident(target: &Target<'_>, reads: &[Read]) -> bool {
+    let step = (reads.len() / sys::PROBES).max(1);
+    reads.iter().step_by(step).take(sys::PROBES).all(|r| {
+        sys::is_cached(target.file, r.range.start, r.range.end - r.range.start) == Some(true)
+    })
+}
+
 fn truncated(target: &Target<'_>, expected: u64) -> Error {
     Error::from(ErrorKind::TruncatedData {
         expected,

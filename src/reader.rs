@@ -158,6 +158,26 @@ impl DataReader {
         self.gather(runs, out, options)
     }
 
+    /// Whether the page cache holds what `selections` pick, judged by a few of them
+    /// spread over the batch (`cachestat`, Linux; elsewhere `false`, and for encoded
+    /// files, decoded in memory, `true`). A caller with a mapping of the file (Python's
+    /// `rastore.Array`) copies a resident batch from the mapping at memory speed, and
+    /// gathers any other.
+    pub fn resident<S: AsRef<[Stride]>>(&self, selections: &[S]) -> Result<bool> {
+        let Source::Plain { file, len, .. } = &self.source else {
+            return Ok(true);
+        };
+        let (_, runs) =
+            selection::batch(&self.header, selections, self.data_offset()).at(&self.path)?;
+        let reads = gather::plan(runs, SELECTION_GAP, SELECTION_READ);
+        let target = Target {
+            file,
+            len: *len,
+            path: &self.path,
+        };
+        Ok(gather::resident(&target, &reads))
+    }
+
     /// Whole frames (indices of the last axis) into `out`, one after another in the
     /// order given, repeats included: NumPy's `a.take(indices, axis=-1)`, as native
     /// column-major bytes. An index past the end is refused before anything is read.

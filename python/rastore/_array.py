@@ -61,24 +61,30 @@ class _Local:
     def __getitem__(self, key):
         return self.array()[key]
 
+    def in_memory(self, base, axis, indices):
+        """Whether NumPy indexes the array in memory rather than a gather reading it: a
+        ``.npy``, data decoded whole, or a batch whose bytes the page cache holds (then
+        the mapping is copied from at memory speed, with no read per sample)."""
+        if self.mapped is None or self.mapped._npy_descr() is not None:
+            return True
+        return self._reader().resident(base, axis, indices)
+
+    def _reader(self):
+        if self.reader is None:
+            self.reader = _rastore.ReaderCore(self.path)
+        return self.reader
+
     def gather(self, base, axis, indices, buf):
         """Reads ``base`` (``(start, step, count)`` per axis) with each of ``indices`` on
-        ``axis`` into ``buf``; ``False`` where NumPy indexes the array in memory instead
-        (a ``.npy``, or data decoded whole)."""
-        if self.mapped is None or self.mapped._npy_descr() is not None:
-            return False
-        if self.reader is None:
-            self.reader = _rastore.ReaderCore(self.path)
-        self.reader.gather(base, axis, indices, buf)
-        return True
+        ``axis`` into ``buf``."""
+        self._reader().gather(base, axis, indices, buf)
 
     def gather_selections(self, selections, buf):
-        """Reads each of ``selections`` into ``buf``, as ``gather``."""
+        """Reads each of ``selections`` into ``buf``, as ``gather``; ``False`` where
+        NumPy indexes the array in memory instead."""
         if self.mapped is None or self.mapped._npy_descr() is not None:
             return False
-        if self.reader is None:
-            self.reader = _rastore.ReaderCore(self.path)
-        self.reader.gather_selections(selections, buf)
+        self._reader().gather_selections(selections, buf)
         return True
 
 
@@ -104,10 +110,12 @@ class _Remote:
     def token(self):
         return (self.core.length, self.core.etag)
 
+    def in_memory(self, base, axis, indices):
+        return False
+
     def gather(self, base, axis, indices, buf):
         """As ``_Local.gather``: one batch of coalesced, concurrent ranged GETs."""
         self.core.gather(base, axis, indices, buf)
-        return True
 
     def gather_selections(self, selections, buf):
         self.core.gather_selections(selections, buf)
@@ -333,10 +341,12 @@ class Array:
                 ints.append(a)
         flat = np.ascontiguousarray(idx.reshape(-1), dtype=np.uint64)
         counts = [c for _, _, c in base]
+        source = self._open()
+        if flat.size and source.in_memory(base, axis, flat):
+            return source.array()[key]
         buf = np.empty(counts + [flat.size], self._dtype, order="F")
-        if buf.size and not self._open().gather(base, axis, flat, buf.T.reshape(-1).view(np.uint8)):
-            # In memory already (a .npy, data decoded whole): NumPy indexes it.
-            return self._open().array()[key]
+        if buf.size:
+            source.gather(base, axis, flat, buf.T.reshape(-1).view(np.uint8))
         res = buf
         if flips:
             res = res[tuple(slice(None, None, -1) if a in flips else slice(None) for a in range(ndim))]

@@ -80,6 +80,24 @@ impl ReaderCore {
             .map_err(to_py)
     }
 
+    /// Whether the page cache holds `base` with each of `indices` on `axis`, judged by
+    /// a few of them.
+    fn resident(
+        &self,
+        py: Python<'_>,
+        base: Vec<(u64, u64, u64)>,
+        axis: usize,
+        indices: PyReadonlyArray1<'_, u64>,
+    ) -> PyResult<bool> {
+        let indices = indices
+            .as_slice()
+            .map_err(|e| error(format!("indices must be contiguous: {e}")))?;
+        let step = (indices.len() / 8).max(1);
+        let probes: Vec<u64> = indices.iter().step_by(step).take(8).copied().collect();
+        let sels = along(&base, axis, &probes)?;
+        py.detach(|| self.reader.resident(&sels)).map_err(to_py)
+    }
+
     /// Reads each of `selections` (`(start, step, count)` per axis), one after another
     /// into `buf`: one batch.
     fn gather_selections(

@@ -125,15 +125,38 @@ fn aligned(offset: u64, len: usize) -> (u64, usize) {
     (from, (to - from) as usize)
 }
 
-/// How `len` bytes at `offset` are read: around the page cache when the stream can,
-/// they are not all cached, and their blocks lie within the file; else through it.
-fn phase(file: &StreamFile<'_>, offset: u64, len: usize) -> Phase {
-    let (from, n) = aligned(offset, len);
+/// A read of a stream, and how it is made.
+struct Item<'r, 'a> {
+    /// Its place in the stream (what `done` is told).
+    index: usize,
+    phase: Phase,
+    read: &'r mut StreamRead<'a>,
+}
+
+/// Reads probed for residency before a batch is taken to be all cached, or all not.
+pub(crate) const PROBES: usize = 8;
+
+/// Which of `reads` the page cache holds: each one asked ([`imp::is_cached`]) unless
+/// [`PROBES`] of them spread over the batch agree, as they do when a file is cached
+/// whole or not at all.
+fn residency(file: &StreamFile<'_>, reads: &[StreamRead<'_>]) -> Vec<bool> {
+    let ask =
+        |r: &StreamRead<'_>| imp::is_cached(file.cached, r.offset, r.len as u64) == Some(true);
+    let step = (reads.len() / PROBES).max(1);
+    let probes: Vec<bool> = reads.iter().step_by(step).take(PROBES).map(ask).collect();
+    match (probes.iter().all(|&c| c), probes.iter().any(|&c| c)) {
+        (true, _) => vec![true; reads.len()],
+        (_, false) => vec![false; reads.len()],
+        _ => reads.iter().map(ask).collect(),
+    }
+}
+
+/// How a read is made: around the page cache when the stream can, it is not cached,
+/// and its blocks lie within the file; else through the cache.
+fn phase(file: &StreamFile<'_>, read: &StreamRead<'_>, cached: bool) -> Phase {
+    let (from, n) = aligned(read.offset, read.len);
     let whole = file.len / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
-    let direct = file.direct.is_some()
-        && from + n as u64 <= whole
-        && imp::is_cached(file.cached, offset, len as u64) != Some(true);
-    if direct {
+    if file.direct.is_some() && !cached && from + n as u64 <= whole {
         Phase::Direct
     } else {
         Phase::Buffered
@@ -144,20 +167,24 @@ fn phase(file: &StreamFile<'_>, offset: u64, len: usize) -> Phase {
 const SLOT_BYTES: usize = 64 << 20;
 
 /// Buffers for the reads of a stream that have no target or read around the cache:
-/// `count` of `size` bytes, each aligned for direct reads.
+/// `count` of `size` bytes, each aligned for direct reads, made when first needed (a
+/// stream of cached reads into targets needs none).
 struct Slots {
     arena: Vec<u8>,
     base: usize,
     size: usize,
+    count: usize,
     free: Vec<usize>,
 }
 
 impl Slots {
     /// Slots for `reads`, at most `count` of them and [`SLOT_BYTES`] in all (at least
     /// one), each large enough for any of them read around the cache.
-    fn for_reads(reads: &[StreamRead<'_>], count: usize) -> Slots {
+    fn for_reads<'r, 'a: 'r>(
+        reads: impl Iterator<Item = &'r StreamRead<'a>>,
+        count: usize,
+    ) -> Slots {
         let size = reads
-            .iter()
             .map(|r| aligned(r.offset, r.len).1)
             .max()
             .unwrap_or(0)
@@ -165,17 +192,20 @@ impl Slots {
         let count = SLOT_BYTES
             .checked_div(size)
             .map_or(0, |fit| count.min(fit).max(1));
-        let arena = vec![0u8; count * size + DIRECT_ALIGN];
-        let base = arena.as_ptr().align_offset(DIRECT_ALIGN);
         Slots {
-            arena,
-            base,
+            arena: Vec::new(),
+            base: 0,
             size,
+            count,
             free: (0..count).rev().collect(),
         }
     }
 
     fn get(&mut self, slot: usize) -> &mut [u8] {
+        if self.arena.is_empty() {
+            self.arena = vec![0u8; self.count * self.size + DIRECT_ALIGN];
+            self.base = self.arena.as_ptr().align_offset(DIRECT_ALIGN);
+        }
         let at = self.base + slot * self.size;
         &mut self.arena[at..at + self.size]
     }
@@ -183,8 +213,10 @@ impl Slots {
 
 /// Reads every read of `reads`, `depth` in flight at once, as `engine` says: into its
 /// target, or handed to `done(index, bytes)` (called on this thread, or under a lock).
-/// A read that meets the end of the file is `UnexpectedEof`; the first error is the
-/// result, and no read is in flight when it is returned.
+/// In a stream that reads around the cache, the cached reads with a target are copied
+/// from the cache by as many threads as there are CPUs, while the others go to the
+/// device. A read that meets the end of the file is `UnexpectedEof`; the first error is
+/// the result, and no read is in flight when it is returned.
 pub(crate) fn read_stream(
     file: &StreamFile<'_>,
     reads: &mut [StreamRead<'_>],
@@ -195,61 +227,127 @@ pub(crate) fn read_stream(
     if reads.is_empty() {
         return Ok(());
     }
-    // Twice as many slots as reads in flight: new reads go out before the bytes of
-    // those just done are copied from theirs.
-    let mut slots = Slots::for_reads(reads, 2 * depth);
+    let hybrid = file.direct.is_some();
+    let cached = if hybrid {
+        residency(file, reads)
+    } else {
+        vec![false; reads.len()]
+    };
+    let mut copies = Vec::new();
+    let mut rest = Vec::new();
+    for (index, (read, cached)) in reads.iter_mut().zip(cached).enumerate() {
+        let item = Item {
+            index,
+            phase: phase(file, read, cached),
+            read,
+        };
+        if hybrid && cached && item.read.target.is_some() {
+            copies.push(item);
+        } else {
+            rest.push(item);
+        }
+    }
+    // Twice as many slots as reads in flight (new reads go out before the bytes of
+    // those just done are copied from theirs), for the reads that need one.
+    let slotted = rest
+        .iter()
+        .filter(|i| i.phase == Phase::Direct || i.read.target.is_none())
+        .count();
+    let mut slots = Slots::for_reads(rest.iter().map(|i| &*i.read), slotted.min(2 * depth));
+    // The copies are the CPUs' work; the device's reads wait on it, mostly asleep.
+    let copiers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|s| {
+        let copied =
+            (!copies.is_empty()).then(|| s.spawn(|| copy_cached(file, &mut copies, copiers)));
+        let read = if rest.is_empty() {
+            Ok(())
+        } else {
+            read_items(file, &mut rest, engine, depth, &mut slots, done)
+        };
+        let copied = copied.map_or(Ok(()), |h| {
+            h.join().unwrap_or_else(|_| {
+                Err(io::Error::other(
+                    "a thread copying from the page cache panicked",
+                ))
+            })
+        });
+        read.and(copied)
+    })
+}
+
+/// The reads of `items` through the engine: io_uring where it can, else threads.
+fn read_items(
+    file: &StreamFile<'_>,
+    items: &mut [Item<'_, '_>],
+    engine: Engine,
+    depth: usize,
+    slots: &mut Slots,
+    done: &mut (dyn FnMut(usize, &[u8]) + Send),
+) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     if engine != Engine::Threads {
-        match uring::read_stream(file, reads, depth, &mut slots, done) {
+        match uring::read_stream(file, items, depth, slots, done) {
             Err(uring::Unavailable) => {}
             Ok(r) => return r,
         }
     }
     let _ = engine;
-    read_stream_threads(file, reads, depth, slots, done)
+    read_items_threads(file, items, depth, slots.size, done)
 }
 
-/// [`read_stream`] on threads, each with a slot of its own and one read in flight.
-fn read_stream_threads(
+/// Cached reads, into their targets, on `threads` threads: copies from the page cache,
+/// in parallel.
+fn copy_cached(
     file: &StreamFile<'_>,
-    reads: &mut [StreamRead<'_>],
-    depth: usize,
-    slots: Slots,
-    done: &mut (dyn FnMut(usize, &[u8]) + Send),
+    items: &mut [Item<'_, '_>],
+    threads: usize,
 ) -> io::Result<()> {
-    let threads = depth.clamp(1, reads.len());
-    let next = std::sync::Mutex::new(reads.iter_mut().enumerate());
-    let done = std::sync::Mutex::new(done);
+    on_threads(
+        items,
+        threads,
+        || (),
+        |(), item| match &mut item.read.target {
+            Some(t) => imp::read_exact_at(file.cached, t, item.read.offset),
+            None => Ok(()),
+        },
+    )
+}
+
+/// `work` on each of `items` on `threads` threads (this one among them), each with
+/// its own state from `init` and taking the next item when done with one; the first
+/// error is the result.
+fn on_threads<T: Send, S>(
+    items: &mut [T],
+    threads: usize,
+    init: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, &mut T) -> io::Result<()> + Sync,
+) -> io::Result<()> {
+    let threads = threads.clamp(1, items.len().max(1));
+    let next = std::sync::Mutex::new(items.iter_mut());
     let failed = std::sync::Mutex::new(None);
-    let size = slots.size;
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let mut own = vec![0u8; size + DIRECT_ALIGN];
-                let base = own.as_ptr().align_offset(DIRECT_ALIGN);
-                let slot = &mut own[base..base + size];
-                loop {
-                    let item = match next.lock() {
-                        Ok(mut it) => it.next(),
-                        Err(_) => return,
-                    };
-                    let Some((i, read)) = item else {
-                        return;
-                    };
-                    let r = read_one(file, read, slot).map(|got| {
-                        if let (Some(bytes), Ok(mut d)) = (got, done.lock()) {
-                            d(i, bytes);
-                        }
-                    });
-                    if let Err(e) = r {
-                        if let Ok(mut f) = failed.lock() {
-                            f.get_or_insert(e);
-                        }
-                        return;
-                    }
+    let run = || {
+        let mut state = init();
+        loop {
+            let item = match next.lock() {
+                Ok(mut it) => it.next(),
+                Err(_) => return,
+            };
+            let Some(item) = item else {
+                return;
+            };
+            if let Err(e) = work(&mut state, item) {
+                if let Ok(mut f) = failed.lock() {
+                    f.get_or_insert(e);
                 }
-            });
+                return;
+            }
         }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(run);
+        }
+        run();
     });
     match failed.into_inner() {
         Ok(Some(e)) => Err(e),
@@ -257,15 +355,39 @@ fn read_stream_threads(
     }
 }
 
+/// The reads of `items` on threads, each with a slot of its own (`size` bytes) and one
+/// read in flight.
+fn read_items_threads(
+    file: &StreamFile<'_>,
+    items: &mut [Item<'_, '_>],
+    depth: usize,
+    size: usize,
+    done: &mut (dyn FnMut(usize, &[u8]) + Send),
+) -> io::Result<()> {
+    let done = std::sync::Mutex::new(done);
+    let slot = || vec![0u8; size + DIRECT_ALIGN];
+    on_threads(items, depth, slot, |own, item| {
+        let base = own.as_ptr().align_offset(DIRECT_ALIGN);
+        let slot = &mut own[base..base + size];
+        if let Some(bytes) = read_one(file, item, slot)? {
+            if let Ok(mut d) = done.lock() {
+                d(item.index, bytes);
+            }
+        }
+        Ok(())
+    })
+}
+
 /// One read of a stream, with the calls of this thread: its bytes in `slot` (for
 /// `done`), or `None` when they went to its target.
 fn read_one<'s>(
     file: &StreamFile<'_>,
-    read: &mut StreamRead<'_>,
+    item: &mut Item<'_, '_>,
     slot: &'s mut [u8],
 ) -> io::Result<Option<&'s [u8]>> {
+    let read = &mut *item.read;
     let (offset, len) = (read.offset, read.len);
-    let bytes: &[u8] = match (phase(file, offset, len), file.direct) {
+    let bytes: &[u8] = match (item.phase, file.direct) {
         (Phase::Direct, Some(direct)) => {
             let (from, n) = aligned(offset, len);
             imp::read_exact_at(direct, &mut slot[..n], from)?;

@@ -17,7 +17,7 @@ use std::os::fd::AsRawFd;
 
 use io_uring::{opcode, types, IoUring};
 
-use super::{aligned, phase, Phase, Slots, StreamFile, StreamRead};
+use super::{aligned, Item, Phase, Slots, StreamFile};
 
 /// io_uring cannot be used here (no such system call, or refused by a filter): the
 /// caller reads another way. Nothing was read.
@@ -26,12 +26,10 @@ pub(crate) struct Unavailable;
 /// Most reads in flight: io_uring's submission queue is sized to the next power of two.
 const MAX_DEPTH: usize = 4096;
 
-/// A read in flight: which, in what phase (decided when it is first submitted), in
-/// which slot, and its bytes so far.
+/// A read in flight: which of the items, in which slot, and its bytes so far.
 #[derive(Debug, Clone, Copy)]
 struct Flight {
     read: usize,
-    phase: Option<Phase>,
     slot: Option<usize>,
     done: usize,
 }
@@ -40,7 +38,7 @@ struct Flight {
 /// `Err(Unavailable)` when the ring cannot be set up.
 pub(crate) fn read_stream(
     file: &StreamFile<'_>,
-    reads: &mut [StreamRead<'_>],
+    reads: &mut [Item<'_, '_>],
     depth: usize,
     slots: &mut Slots,
     done: &mut (dyn FnMut(usize, &[u8]) + Send),
@@ -60,7 +58,6 @@ pub(crate) fn read_stream(
     let mut ready: VecDeque<Flight> = (0..reads.len())
         .map(|read| Flight {
             read,
-            phase: None,
             slot: None,
             done: 0,
         })
@@ -75,10 +72,9 @@ pub(crate) fn read_stream(
             let Some(mut f) = ready.pop_front() else {
                 break;
             };
-            let read = &mut reads[f.read];
-            let this = *f
-                .phase
-                .get_or_insert_with(|| phase(file, read.offset, read.len));
+            let item = &mut reads[f.read];
+            let this = item.phase;
+            let read = &mut *item.read;
             let needs_slot = this == Phase::Direct || read.target.is_none();
             if needs_slot && f.slot.is_none() {
                 match slots.free.pop() {
@@ -175,9 +171,9 @@ pub(crate) fn read_stream(
             let Some(mut f) = flights[k].take() else {
                 continue;
             };
-            let (offset, len) = (reads[f.read].offset, reads[f.read].len);
-            let need = match f.phase {
-                Some(Phase::Direct) => {
+            let (offset, len) = (reads[f.read].read.offset, reads[f.read].read.len);
+            let need = match reads[f.read].phase {
+                Phase::Direct => {
                     let (from, _) = aligned(offset, len);
                     (offset - from) as usize + len
                 }
@@ -229,22 +225,23 @@ fn submit(ring: &mut IoUring, want: usize) -> io::Result<()> {
 /// A read whose bytes are all in: copied from its slot to its target, or handed to
 /// `done`.
 fn finish(
-    reads: &mut [StreamRead<'_>],
+    reads: &mut [Item<'_, '_>],
     f: &Flight,
     slots: &mut Slots,
     done: &mut (dyn FnMut(usize, &[u8]) + Send),
 ) {
-    let read = &mut reads[f.read];
+    let item = &mut reads[f.read];
     let Some(s) = f.slot else {
         return;
     };
-    let lead = match f.phase {
-        Some(Phase::Direct) => (read.offset - aligned(read.offset, read.len).0) as usize,
-        _ => 0,
+    let read = &mut *item.read;
+    let lead = match item.phase {
+        Phase::Direct => (read.offset - aligned(read.offset, read.len).0) as usize,
+        Phase::Buffered => 0,
     };
     let bytes = &slots.get(s)[lead..lead + read.len];
     match &mut read.target {
         Some(t) => t.copy_from_slice(bytes),
-        None => done(f.read, bytes),
+        None => done(item.index, bytes),
     }
 }

@@ -196,6 +196,32 @@ fn object_gathers_equal_ndarray_slicing() {
     });
 }
 
+/// Residency as the page cache says (Linux): a file just written is resident, one
+/// dropped from the cache is not.
+#[test]
+fn residency_follows_the_page_cache() {
+    let d = tmp();
+    let p = d.path().join("v.ra");
+    rastore::write(&p, &volume(8)).unwrap();
+    let _ = std::process::Command::new("sync").status();
+    let r = DataReader::open(&p).unwrap();
+    let sels: Vec<Vec<Stride>> = (0..8)
+        .map(|k| vec![Stride::all(32), Stride::all(64), Stride::new(k, 1, 1)])
+        .collect();
+    if !cfg!(target_os = "linux") {
+        assert!(
+            !r.resident(&sels).unwrap(),
+            "no platform but Linux can tell"
+        );
+        return;
+    }
+    let mut out = vec![0u8; 8 * 32 * 64 * 4];
+    r.read_many_into(&sels, &mut out).unwrap();
+    assert!(r.resident(&sels).unwrap());
+    evict(std::slice::from_ref(&p));
+    assert!(!r.resident(&sels).unwrap());
+}
+
 #[test]
 fn an_index_past_the_end_is_refused_before_any_read() {
     let d = tmp();
