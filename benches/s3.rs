@@ -7,7 +7,10 @@
 //! - s2: reading a slab of 1% of it (10 of 1024 frames) from an opened object, against
 //!   one bare ranged GET of exactly those bytes;
 //! - s3: 4 processes (`ra fill put`) filling it as 16 MiB parts, against one process
-//!   uploading the finished local file (`upload_file`).
+//!   uploading the finished local file (`upload_file`);
+//! - s4: a gather of 2,000 random 1 MiB frames of a 4 GiB object
+//!   (`RemoteRa::take_into`), against as many ranged GETs of those frames made by
+//!   object_store directly, as many at once as the client makes (8).
 //!
 //! `cargo bench --bench s3`. Medians of `RASTORE_BENCH_RUNS` (default 5) runs.
 
@@ -141,6 +144,9 @@ fn main() {
     if want("s3") {
         s3(&dir, &local, &endpoint, &opts);
     }
+    if want("s4") {
+        s4(&rt, &store, &dir, &opts);
+    }
     let _ = std::fs::remove_file(&local);
     let _ = std::fs::remove_dir_all(&root);
 }
@@ -211,6 +217,71 @@ fn s2(
         t.elapsed()
     });
     show("RemoteRa::read_slab_bytes(500..510)", ours, Some(bare.0));
+}
+
+fn s4(rt: &tokio::runtime::Runtime, store: &AmazonS3, dir: &Path, opts: &RemoteOptions) {
+    use futures::{StreamExt, TryStreamExt};
+    const FRAMES: u64 = 4096;
+    let dims = [DIMS[0], DIMS[1], FRAMES];
+    let frame = 4 * DIMS[0] * DIMS[1];
+    let local = dir.join("s4-bench.ra");
+    rastore::CreateOptions::new()
+        .overwrite(true)
+        .create_filled(&local, DType::F32, &dims, |m| {
+            m.par_fill::<f32, _>(|start, chunk| {
+                for (k, x) in chunk.iter_mut().enumerate() {
+                    *x = ((start + k) % 1000) as f32;
+                }
+            })
+        })
+        .expect("local file");
+    upload_file(&local, "s3://bkt/four.ra", opts).expect("upload");
+    let _ = std::fs::remove_file(&local);
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let picked: Vec<u64> = (0..2000)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % FRAMES
+        })
+        .collect();
+    println!("== s4: 2,000 random 1 MiB frames of a 4 GiB object");
+    let path = ObjectPath::from("four.ra");
+    let bare = median(|| {
+        let t = Instant::now();
+        let n: usize = rt
+            .block_on(async {
+                futures::stream::iter(picked.iter().map(|&k| 72 + k * frame))
+                    .map(|at| store.get_range(&path, at..at + frame))
+                    .buffer_unordered(opts.concurrency)
+                    .map_ok(|b| b.len())
+                    .try_fold(0, |a, n| async move { Ok(a + n) })
+                    .await
+            })
+            .expect("gets");
+        assert_eq!(n as u64, 2000 * frame);
+        t.elapsed()
+    });
+    show(
+        &format!("{} concurrent ranged GETs by object_store (baseline)", opts.concurrency),
+        bare,
+        None,
+    );
+    let r = RemoteRa::open_with("s3://bkt/four.ra", opts.clone()).expect("open");
+    let mut out = vec![0u8; 2000 * frame as usize];
+    let ours = median(|| {
+        let t = Instant::now();
+        r.take_into(&picked, &mut out).expect("take");
+        t.elapsed()
+    });
+    show("RemoteRa::take_into (coalesced, concurrent)", ours, Some(bare.0));
+    let k = picked[1234];
+    let at = 1234 * frame as usize;
+    assert_eq!(
+        f32::from_le_bytes(out[at..at + 4].try_into().expect("4 bytes")),
+        ((k * DIMS[0] * DIMS[1]) % 1000) as f32
+    );
 }
 
 fn s3(dir: &Path, local: &Path, endpoint: &str, opts: &RemoteOptions) {
