@@ -156,3 +156,36 @@ def test_worker_processes_gather_shuffled_batches_from_one_file(tmp_path):
     for w, got in enumerate(results):
         for b, g in zip(per_worker[w], got):
             np.testing.assert_array_equal(g, a[..., b])
+
+
+class _Gather:
+    """The data-loader recipe's ``collate_fn`` (docs/PYTHON.md): a batch of indices
+    in, one ``take`` of those frames out, as a tensor."""
+
+    def __init__(self, path):
+        self.x = rastore.Array(path)
+
+    def __call__(self, indices):
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(self.x.take(np.asarray(indices))))
+
+
+def test_the_pytorch_data_loader_recipe(tmp_path):
+    torch = pytest.importorskip("torch")
+    a = _data("<f4", shape=(8, 8, 200))
+    p = tmp_path / "train.ra"
+    rastore.write(p, a)
+    torch.manual_seed(0)
+    loader = torch.utils.data.DataLoader(range(200), batch_size=32, shuffle=True,
+                                         num_workers=2, collate_fn=_Gather(p))
+    seen = []
+    for batch in loader:
+        assert batch.shape[:2] == (8, 8) and batch.dtype == torch.float32
+        seen.append(batch.numpy())
+    got = np.concatenate(seen, axis=-1)
+    assert got.shape == a.shape
+    # Shuffled: the frames are a's, each once, in some order.
+    order = [int(np.argmin([np.abs(a[..., k] - got[..., i]).sum() for k in range(200)])) for i in range(200)]
+    assert sorted(order) == list(range(200)) and order != list(range(200))
+    np.testing.assert_array_equal(got, a[..., order])
