@@ -264,7 +264,10 @@ fn s4(rt: &tokio::runtime::Runtime, store: &AmazonS3, dir: &Path, opts: &RemoteO
         t.elapsed()
     });
     show(
-        &format!("{} concurrent ranged GETs by object_store (baseline)", opts.concurrency),
+        &format!(
+            "{} concurrent ranged GETs by object_store (baseline)",
+            opts.concurrency
+        ),
         bare,
         None,
     );
@@ -275,7 +278,11 @@ fn s4(rt: &tokio::runtime::Runtime, store: &AmazonS3, dir: &Path, opts: &RemoteO
         r.take_into(&picked, &mut out).expect("take");
         t.elapsed()
     });
-    show("RemoteRa::take_into (coalesced, concurrent)", ours, Some(bare.0));
+    show(
+        "RemoteRa::take_into (coalesced, concurrent)",
+        ours,
+        Some(bare.0),
+    );
     let k = picked[1234];
     let at = 1234 * frame as usize;
     assert_eq!(

@@ -14,8 +14,8 @@ use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
 
+use crate::convert::{convert, ConvertOptions};
 use crate::dtype::DType;
-use crate::formats::convert::{convert, ConvertOptions};
 use crate::formats::npy::NpyHeader;
 use crate::header::{Encoding, Header, MAGIC};
 
@@ -518,7 +518,8 @@ pub fn zarr(data: &[u8]) {
         let small = |b: Option<u64>| b.is_some_and(|b| b <= ZARR_BYTES);
         if small(bytes(dims)) && small(bytes(z.chunk_shape())) {
             let mut out = vec![0u8; bytes(dims).unwrap_or(0) as usize];
-            let _ = z.read_into(&mut out, &mut |_, _| ());
+            let origin = vec![0; dims.len()];
+            let _ = z.read_box(&origin, dims, &mut out);
             let _ = z.trailer();
         }
     });

@@ -12,6 +12,32 @@ use crate::error::{Error, ErrorKind, Result};
 /// Progress callback: `(bytes done, bytes total)`.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
+/// Boxes of whole frames along the last axis of an array of `dims` and
+/// `itemsize`-byte elements, about `target` bytes each, cut along the slowest axes
+/// where one frame is larger: each one contiguous stretch of the column-major data (a
+/// Zarr output's default chunks, a conversion's boxes).
+pub fn frame_chunks(dims: &[u64], itemsize: u64, target: u64) -> Vec<u64> {
+    let mut chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
+    for k in (0..dims.len()).rev() {
+        let inner = dims[..k]
+            .iter()
+            .try_fold(itemsize, |acc, &d| acc.checked_mul(d))
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let whole = inner.saturating_mul(dims[k].max(1));
+        if whole <= target {
+            break;
+        }
+        if inner >= target {
+            chunk[k] = 1;
+            continue;
+        }
+        chunk[k] = (target / inner).clamp(1, dims[k].max(1));
+        break;
+    }
+    chunk
+}
+
 /// Bytes reordered between progress reports.
 const PIECE: usize = 16 << 20;
 
@@ -298,5 +324,26 @@ mod tests {
             .unwrap();
             assert_eq!(got, naive(&a.view()), "budget {budget}");
         }
+    }
+}
+
+#[cfg(test)]
+mod frame_tests {
+    use super::frame_chunks;
+
+    #[test]
+    fn frame_chunks_are_whole_frames_or_contiguous_cuts() {
+        assert_eq!(
+            frame_chunks(&[1024, 1024, 256], 4, 16 << 20),
+            [1024, 1024, 4]
+        );
+        assert_eq!(frame_chunks(&[10, 10], 4, 16 << 20), [10, 10]);
+        assert_eq!(
+            frame_chunks(&[1 << 20, 64, 2], 4, 16 << 20),
+            [1 << 20, 4, 1]
+        );
+        assert_eq!(frame_chunks(&[1 << 23, 2], 4, 16 << 20), [1 << 22, 1]);
+        assert_eq!(frame_chunks(&[], 4, 16 << 20), Vec::<u64>::new());
+        assert_eq!(frame_chunks(&[0, 5], 4, 16), [1, 5]);
     }
 }

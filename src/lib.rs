@@ -15,6 +15,8 @@
 //! | read a strided selection of a file: only the byte runs that hold it, into your buffer | [`DataReader::read_selection_into`], [`Stride`] |
 //! | read a shuffled batch of samples (many selections, or frames) from a file bigger than RAM, at the device's queue depth | [`DataReader::read_many_into`], [`DataReader::take_into`], [`gather::GatherOptions`] |
 //! | read a whole file (or a range) at the disk's speed, in slabs, with bounded memory | [`scan::scan`], [`scan::scan_many`], [`scan::read_into`], [`scan::ScanOptions`] |
+//! | convert any format into any other (`.ra`, `.npy`, `.npz`, PNG, Zarr; local or `s3://`), in bounded memory | [`convert::convert`], [`convert::ConvertOptions`] |
+//! | read any format by boxes, write any by boxes: sources and sinks of your own | [`convert::open`], [`convert::create`], [`convert::copy`], [`convert::Source`], [`convert::Sink`] |
 //! | what `ra info` says of a file | [`info::info`], [`info::FileInfo`] |
 //! | grow a file frame by frame, readable and intact at every moment | [`AppendOptions`], [`Appender::append`], [`Appender::commit`], [`recover`] |
 //! | parse or build a header without I/O | [`Header::parse`], [`Header::new`], [`Header::encode`] |
@@ -41,6 +43,7 @@
 
 mod append;
 pub mod codec;
+pub mod convert;
 mod create;
 mod dtype;
 mod error;
@@ -79,8 +82,8 @@ pub use header::{header_len, Encoding, Flags, Header, FIXED_LEN, MAGIC};
 pub use layout::{copy_to_fortran, transpose_c_to_f, Progress};
 pub use mapped::{MappedNpy, MappedRa, MappedRaMut};
 pub use owned::{
-    read, read_bool, read_bool_from, read_from, read_header_at, read_metadata, read_raw,
-    read_raw_from, replace_metadata, reshape, write, write_to, RawData, WriteOptions,
+    decode, decoded, read, read_bool, read_bool_from, read_from, read_header_at, read_metadata,
+    read_raw, read_raw_from, replace_metadata, reshape, write, write_to, RawData, WriteOptions,
 };
 pub use reader::DataReader;
 pub use selection::Stride;

@@ -421,6 +421,34 @@ fn read_raw_impl(r: &mut impl Read, file_len: Option<u64>) -> Result<RawData> {
     })
 }
 
+/// A file's data decoded to plain native bytes: BitArrays unpacked to Julia Bool bytes,
+/// Julia Bools checked to be 0 or 1.
+pub fn decoded(path: &Path) -> Result<RawData> {
+    decode(read_raw(path)?).at(path)
+}
+
+/// [`decoded`] for a file already read whole ([`read_raw_from`](crate::read_raw_from)).
+pub fn decode(mut raw: RawData) -> Result<RawData> {
+    if raw.header.encoding() == Encoding::Bits {
+        // read_raw gave the packed words, swapped to native order.
+        let count = usize::try_from(raw.header.count()).map_err(|_| ErrorKind::TooLarge {
+            what: "element count",
+            value: raw.header.count().into(),
+        })?;
+        let bools = codec::bits_decode(&raw.data, count, cfg!(target_endian = "big"))?;
+        raw.data = bools.into_iter().map(u8::from).collect();
+        raw.header = Header::new(DType::BOOL, raw.header.dims())?;
+    } else {
+        if raw.header.dtype() == DType::BOOL {
+            codec::check_bools(&raw.data, 0)?;
+        }
+        let flags = if raw.native { 0 } else { Flags::BIG_ENDIAN };
+        raw.header = Header::new(raw.header.dtype(), raw.header.dims())?
+            .with_storage(flags, raw.header.nbytes());
+    }
+    Ok(raw)
+}
+
 /// Reads any valid file, of any element type, into decoded bytes and its trailer.
 pub fn read_raw(path: impl AsRef<Path>) -> Result<RawData> {
     let path = path.as_ref();

@@ -41,16 +41,40 @@ pub struct DataReader {
     source: Source,
 }
 
+/// What becomes of Bool bytes on the way in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bools {
+    /// Not Bools.
+    No,
+    /// Julia Bools: each byte 0 or 1, anything else refused.
+    Check,
+    /// NumPy's: any nonzero byte is true, made 1.
+    Normalize,
+}
+
+impl Bools {
+    fn apply(self, bytes: &mut [u8], path: &Path) -> Result<()> {
+        match self {
+            Bools::No => Ok(()),
+            Bools::Check => codec::check_bools(bytes, 0).at(path),
+            Bools::Normalize => {
+                bytes.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Where [`DataReader`] takes the data from.
 enum Source {
     /// Plain data at `offset` of `file` (`len` bytes long when opened): `unit`-byte
-    /// swaps, Bools to check.
+    /// swaps, Bools to check or normalize.
     Plain {
         file: File,
         len: u64,
         offset: u64,
         unit: usize,
-        bools: bool,
+        bools: Bools,
     },
     /// Encoded data, decoded when the file was opened.
     Decoded(Vec<u8>),
@@ -71,7 +95,11 @@ impl DataReader {
                     .map_err(io_at("read metadata", path))?;
                 let header = Header::new(h.dtype(), h.dims()).at(path)?;
                 let unit = if h.native_endian() { 1 } else { unit };
-                let bools = h.dtype() == DType::BOOL;
+                let bools = if h.dtype() == DType::BOOL {
+                    Bools::Check
+                } else {
+                    Bools::No
+                };
                 let offset = h.data_offset();
                 let source = Source::Plain {
                     file,
@@ -84,7 +112,7 @@ impl DataReader {
             }
             _ => {
                 drop(file);
-                let raw = crate::formats::convert::decoded(path)?;
+                let raw = crate::owned::decoded(path)?;
                 (raw.header, raw.metadata, Source::Decoded(raw.data))
             }
         };
@@ -94,6 +122,31 @@ impl DataReader {
             metadata,
             source,
         })
+    }
+
+    /// A reader of plain data of `header`'s type and dims at `offset` of `file` (named
+    /// `path`, `len` bytes long), swapping `unit`-byte scalars (1: none): the data of a
+    /// `.npy`, or of an archive's stored member.
+    pub(crate) fn plain(
+        path: &Path,
+        file: File,
+        len: u64,
+        offset: u64,
+        header: Header,
+        (unit, bools): (usize, Bools),
+    ) -> DataReader {
+        DataReader {
+            path: path.to_path_buf(),
+            header,
+            metadata: Vec::new(),
+            source: Source::Plain {
+                file,
+                len,
+                offset,
+                unit,
+                bools,
+            },
+        }
     }
 
     /// The header of the data as [`read_into`](Self::read_into) gives it: plain, in
@@ -233,9 +286,7 @@ impl DataReader {
                 };
                 gather::read_into(&target, &reads, out, options)?;
                 codec::swap_bytes(out, *unit);
-                if *bools {
-                    codec::check_bools(out, 0).at(&self.path)?;
-                }
+                bools.apply(out, &self.path)?;
             }
         }
         Ok(())
@@ -262,9 +313,7 @@ impl DataReader {
                 ..
             } => {
                 read_plain(&file, path, offset, buf, unit)?;
-                if bools {
-                    codec::check_bools(buf, 0).at(path)?;
-                }
+                bools.apply(buf, path)?;
             }
         }
         Ok(())

@@ -16,54 +16,6 @@ use std::sync::Mutex;
 
 use crate::sys::{self, FileAdvice, WriteBack};
 
-/// Bytes per write-behind window.
-const WINDOW: u64 = 64 << 20;
-
-/// Write-behind for one file written front to back: only for writes of more than
-/// half the memory ([`crate::scan::larger_than_cache`]). A smaller file is left to the
-/// page cache, as `cp` leaves it: waiting for its windows made a 1 GiB `.ra` → `.npy`
-/// take 0.63 s where `cp` took 0.35.
-pub(crate) struct WriteBehind<'a> {
-    /// The file, when its writes are large enough to be written behind.
-    file: Option<&'a File>,
-    /// Where the writes start.
-    from: u64,
-    /// Write-back started below this offset ...
-    started: u64,
-    /// ... and finished (and the pages dropped) below this one.
-    finished: u64,
-}
-
-impl<'a> WriteBehind<'a> {
-    /// Write-behind of `file`, whose writes of `total` bytes start at `from`.
-    pub(crate) fn new(file: &'a File, from: u64, total: u64) -> Self {
-        WriteBehind {
-            file: crate::scan::larger_than_cache(total).then_some(file),
-            from,
-            started: from,
-            finished: from,
-        }
-    }
-
-    /// The first `done` bytes from the start are written: starts writing back each
-    /// whole window since the last call, and finishes (and drops) the windows before
-    /// the latest.
-    pub(crate) fn wrote(&mut self, done: u64) {
-        let to = self.from + done;
-        let Some(file) = self.file.filter(|_| to >= self.started + WINDOW) else {
-            return;
-        };
-        sys::write_back(file, self.started..to, WriteBack::Start);
-        self.started = to;
-        let behind = to - WINDOW;
-        if behind > self.finished {
-            sys::write_back(file, self.finished..behind, WriteBack::Finish);
-            sys::advise_file(file, FileAdvice::DontNeed, self.finished..behind);
-            self.finished = behind;
-        }
-    }
-}
-
 /// Bytes a fill may have queued for the disk and not yet waited for: past this, the
 /// thread that finishes a part waits for the oldest parts to reach the disk.
 const QUEUED_BYTES: u64 = 256 << 20;
@@ -130,11 +82,6 @@ impl<'a> Writeback<'a> {
             sys::write_back(self.file, r.clone(), WriteBack::Finish);
             sys::advise_file(self.file, FileAdvice::DontNeed, r);
         }
-    }
-
-    /// The file and where the mapped data starts in it.
-    pub(crate) fn file_at(&self) -> (&'a File, u64) {
-        (self.file, self.offset)
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rastore::formats::convert::ConvertOptions;
+use rastore::convert::ConvertOptions;
 use rastore::formats::npy::Descr;
 use rastore::{CreateOptions, DType, Header, WriteOptions};
 
@@ -198,18 +198,10 @@ fn convert(
         ));
     }
     #[cfg(feature = "s3")]
-    {
-        let remote = |p: &PathBuf| p.to_str().is_some_and(rastore::remote::is_remote);
-        if remote(&input) || remote(&output) {
-            let remote = rastore::remote::RemoteOptions::with_settings(settings);
-            return py
-                .detach(|| rastore::remote::convert(&input, &output, &options, &remote))
-                .map_err(to_py);
-        }
-    }
+    let options = options.remote(rastore::remote::RemoteOptions::with_settings(settings));
     #[cfg(not(feature = "s3"))]
     let _ = settings;
-    py.detach(|| rastore::formats::convert::convert(&input, &output, &options, &mut |_, _| ()))
+    py.detach(|| rastore::convert::convert(&input, &output, &options, &mut |_, _| ()))
         .map(drop)
         .map_err(to_py)
 }

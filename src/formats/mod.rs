@@ -1,6 +1,6 @@
-//! The formats around the RawArray core, and the conversions between them: NumPy's
-//! `.npy` and `.npz`, PNG images, NDL (the Ndarray Data Language) trailers, and
-//! [`convert`], which turns any of them into any other by name.
+//! The formats around the RawArray core, their headers and codecs: NumPy's `.npy` and
+//! `.npz`, PNG images, NDL (the Ndarray Data Language) trailers, Zarr. Each is a
+//! source and a sink of the conversion engine, [`crate::convert`].
 //!
 //! | format | module | reads | writes |
 //! |---|---|---|---|
@@ -11,12 +11,10 @@
 //! | what a file is, by its first bytes | [`sniff`] | | |
 //! | Zarr v3 and v2 (feature `zarr`) | `zarr` | v3 and v2 arrays, local or in S3 | v3 arrays |
 
-pub mod convert;
 pub mod ndl;
 pub mod npy;
 pub mod npz;
 pub mod png;
 pub mod sniff;
-mod tiled;
 #[cfg(feature = "zarr")]
 pub mod zarr;

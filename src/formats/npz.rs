@@ -159,8 +159,17 @@ pub fn members(file: &File, len: u64, path: &Path) -> Result<Vec<Member>> {
     Ok(out)
 }
 
-/// Writes the extracted bytes of `m` to `w`, in pieces (inflating deflated members).
-pub fn extract(file: &File, len: u64, m: &Member, path: &Path, w: &mut impl Write) -> Result<()> {
+impl Member {
+    /// Whether the member is stored as it is (`np.savez`), not deflated: its bytes are
+    /// a `.npy` at [`data_start`] in the archive.
+    pub fn is_stored(&self) -> bool {
+        self.method == 0
+    }
+}
+
+/// Where the bytes of `m` start in the archive `file` (of length `len`), checked to
+/// lie within it.
+pub fn data_start(file: &File, len: u64, m: &Member, path: &Path) -> Result<u64> {
     let local = read_at(file, len, m.local_offset, 30, path)?;
     if u32_at(&local, 0)? != LOCAL {
         return Err(bad(format!("{}: no local header", m.name)));
@@ -173,6 +182,17 @@ pub fn extract(file: &File, len: u64, m: &Member, path: &Path, w: &mut impl Writ
             m.name
         )));
     }
+    Ok(start)
+}
+
+/// Reads `file` from `pos` on, without a shared cursor.
+pub fn slice_reader(file: &File, pos: u64) -> impl Read + '_ {
+    FileRange { file, pos }
+}
+
+/// Writes the extracted bytes of `m` to `w`, in pieces (inflating deflated members).
+pub fn extract(file: &File, len: u64, m: &Member, path: &Path, w: &mut impl Write) -> Result<()> {
+    let start = data_start(file, len, m, path)?;
     let mut raw = FileRange { file, pos: start }.take(m.compressed);
     let copied = match m.method {
         0 => std::io::copy(&mut raw, w),

@@ -144,13 +144,21 @@ fn fortran_to_c<E: bytemuck::Pod>(src: &[u8], shape: &[usize]) -> Result<Vec<u8>
     Ok(out)
 }
 
-/// Encodes RawArray data (native order, decoded) as a PNG. `u8` and `u16` data are
-/// the pixels; any other 2-D numeric array is scaled min..max (over its finite
-/// values) to 8-bit gray, -inf to 0 and +inf to 255; a NaN has no gray level and is
-/// refused unless `nan_gray` gives it one.
-pub fn encode(header: &Header, data: &[u8], nan_gray: Option<u8>, w: impl Write) -> Result<()> {
-    let dims = header.dims();
-    let dtype = header.dtype();
+/// What a PNG of an array is: its size, and whether its numbers are scaled to gray.
+pub struct Shape {
+    /// Rows.
+    pub height: u32,
+    /// Columns.
+    pub width: u32,
+    /// Samples per pixel (1 to 4).
+    pub channels: u64,
+    /// Scaled min..max to 8-bit gray (any number type but `u8` and `u16`).
+    pub scaled: bool,
+}
+
+/// Whether an array of `dtype` and `dims` can be a PNG, and how (see [`encode`]):
+/// checked before any data is read.
+pub fn check(dtype: DType, dims: &[u64]) -> Result<Shape> {
     let (height, width, channels) = match *dims {
         [h, w] => (h, w, 1),
         [h, w, c @ 1..=4] => (h, w, c),
@@ -167,38 +175,59 @@ pub fn encode(header: &Header, data: &[u8], nan_gray: Option<u8>, w: impl Write)
         })
     };
     let (width, height) = (too_big(width)?, too_big(height)?);
-    let shape = [height as usize, width as usize, channels as usize];
-    let (color, samples) = match dtype {
-        DType::U8 | DType::U16 => {
-            let color = match channels {
-                1 => png::ColorType::Grayscale,
-                2 => png::ColorType::GrayscaleAlpha,
-                3 => png::ColorType::Rgb,
-                _ => png::ColorType::Rgba,
-            };
-            let mut bytes = if dtype == DType::U16 {
-                fortran_to_c::<[u8; 2]>(data, &shape)?
-            } else {
-                fortran_to_c::<[u8; 1]>(data, &shape)?
-            };
-            if dtype == DType::U16 && cfg!(target_endian = "little") {
-                crate::codec::swap_bytes(&mut bytes, 2);
-            }
-            (color, bytes)
-        }
-        _ if channels == 1 && !matches!(dtype.kind(), Kind::User | Kind::Other) => {
-            let scaled = scale_to_u8(dtype, data, nan_gray)?;
-            (
-                png::ColorType::Grayscale,
-                fortran_to_c::<[u8; 1]>(&scaled, &shape)?,
-            )
-        }
+    let scaled = match dtype {
+        DType::U8 | DType::U16 => false,
+        _ if channels == 1 && !matches!(dtype.kind(), Kind::User | Kind::Other) => true,
         _ => {
             return Err(ErrorKind::Unsupported(format!(
                 "a {dtype} image must be 2-D ([height, width]) to be scaled to grayscale"
             ))
             .into())
         }
+    };
+    Ok(Shape {
+        height,
+        width,
+        channels,
+        scaled,
+    })
+}
+
+/// Encodes RawArray data (native order, decoded) as a PNG. `u8` and `u16` data are
+/// the pixels; any other 2-D numeric array is scaled min..max (over its finite
+/// values) to 8-bit gray, -inf to 0 and +inf to 255; a NaN has no gray level and is
+/// refused unless `nan_gray` gives it one.
+pub fn encode(header: &Header, data: &[u8], nan_gray: Option<u8>, w: impl Write) -> Result<()> {
+    let dtype = header.dtype();
+    let Shape {
+        height,
+        width,
+        channels,
+        scaled,
+    } = check(dtype, header.dims())?;
+    let shape = [height as usize, width as usize, channels as usize];
+    let (color, samples) = if scaled {
+        let scaled = scale_to_u8(dtype, data, nan_gray)?;
+        (
+            png::ColorType::Grayscale,
+            fortran_to_c::<[u8; 1]>(&scaled, &shape)?,
+        )
+    } else {
+        let color = match channels {
+            1 => png::ColorType::Grayscale,
+            2 => png::ColorType::GrayscaleAlpha,
+            3 => png::ColorType::Rgb,
+            _ => png::ColorType::Rgba,
+        };
+        let mut bytes = if dtype == DType::U16 {
+            fortran_to_c::<[u8; 2]>(data, &shape)?
+        } else {
+            fortran_to_c::<[u8; 1]>(data, &shape)?
+        };
+        if dtype == DType::U16 && cfg!(target_endian = "little") {
+            crate::codec::swap_bytes(&mut bytes, 2);
+        }
+        (color, bytes)
     };
     let mut enc = png::Encoder::new(w, width, height);
     enc.set_color(color);

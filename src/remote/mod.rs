@@ -11,7 +11,7 @@
 //! | read the whole array, or a range of its last axis | [`RemoteRa::read`], [`RemoteRa::read_slab`], [`RemoteRa::decoded`] |
 //! | read a strided selection (the byte runs that hold it) | [`RemoteRa::read_selection_into`], [`Stride`] |
 //! | upload a local file or an array in memory | [`upload_file`], [`upload_bytes`] |
-//! | convert to or from an object (`.ra` or Zarr) | [`convert()`] |
+//! | download or upload an object of any format whole | [`download`], [`upload_any`] |
 //! | many nodes filling one object, a part each | [`FillToken::begin`], [`FillToken::put_part`], [`FillToken::complete`], [`FillToken::abort`] |
 //!
 //! Configuration is the AWS one, from the environment: `AWS_ENDPOINT_URL` (or
@@ -20,7 +20,6 @@
 //! 5xx answers and dropped connections ([`RemoteOptions`]).
 
 mod client;
-mod convert;
 mod fill;
 mod read;
 mod select;
@@ -29,7 +28,6 @@ mod upload;
 pub use crate::selection::Stride;
 pub use client::{is_remote, RemoteOptions, S3Url};
 pub(crate) use client::{runtime, store as client_store};
-pub use convert::convert;
 pub use fill::FillToken;
-pub use read::RemoteRa;
-pub use upload::{upload_bytes, upload_file};
+pub use read::{download, RemoteRa};
+pub use upload::{upload_any, upload_bytes, upload_file};

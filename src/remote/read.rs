@@ -199,9 +199,9 @@ impl RemoteRa {
     }
 
     /// [`read_raw`](Self::read_raw), decoded as `ra` reads files
-    /// ([`decode`](crate::formats::convert::decode)): BitArrays unpacked, Bools checked.
+    /// ([`decode`](crate::decode)): BitArrays unpacked, Bools checked.
     pub fn decoded(&self) -> Result<RawData> {
-        crate::formats::convert::decode(self.read_raw()?).at(&self.url.shown())
+        crate::decode(self.read_raw()?).at(&self.url.shown())
     }
 
     /// The whole array.
@@ -250,6 +250,31 @@ impl RemoteRa {
         image.extend_from_slice(&data);
         crate::read_from(&image[..]).at(&self.url.shown())
     }
+}
+
+/// Bytes of an object downloaded at once (with concurrent ranged GETs).
+const DOWNLOAD_PIECE: u64 = 64 << 20;
+
+/// Downloads the object `url` (any bytes) into the new file `to`, a piece at a time:
+/// memory is one piece whatever the object's size.
+pub fn download(url: &str, to: &std::path::Path, options: &RemoteOptions) -> Result<u64> {
+    use object_store::ObjectStoreExt;
+    use std::io::Write;
+    let u = S3Url::parse(url)?;
+    let store = store(&u, options)?;
+    let len = runtime()?
+        .block_on(store.head(&u.path()))
+        .map_err(remote_err("head", &u))?
+        .size;
+    let io = |op| crate::error::io_at(op, to);
+    let mut file = std::fs::File::create(to).map_err(io("create"))?;
+    let mut buf = vec![0u8; len.min(DOWNLOAD_PIECE) as usize];
+    for start in (0..len).step_by(DOWNLOAD_PIECE as usize) {
+        let n = (len - start).min(DOWNLOAD_PIECE) as usize;
+        ranged_into(&store, &u, start..start + n as u64, options, &mut buf[..n])?;
+        file.write_all(&buf[..n]).map_err(io("write"))?;
+    }
+    Ok(len)
 }
 
 /// Bytes `range` of the object at `url` into `out` (the range's length), with

@@ -68,7 +68,7 @@ pub fn upload_file(path: impl AsRef<Path>, url: &str, options: &RemoteOptions) -
 
 /// Uploads the local file `path`, whatever it holds (a `.npy` or `.png` a conversion
 /// made), as [`upload_file`] does.
-pub(super) fn upload_any(path: &Path, url: &str, options: &RemoteOptions) -> Result<u64> {
+pub fn upload_any(path: &Path, url: &str, options: &RemoteOptions) -> Result<u64> {
     let file = File::open(path).map_err(io_at("open", path))?;
     upload(&(&file, path), url, options)
 }

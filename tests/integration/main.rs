@@ -5,6 +5,7 @@ mod cli;
 mod cli_random;
 mod common;
 mod conformance;
+mod engine;
 mod gather;
 mod hardening;
 mod malformed;

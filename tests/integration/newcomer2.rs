@@ -32,7 +32,7 @@ fn an_object_output_is_the_format_its_key_names() {
     let a = Array3::<f32>::from_shape_fn((6, 5, 4), |(i, j, k)| (i + 10 * j + 100 * k) as f32);
     rastore::write(p("a.ra"), &a).unwrap();
     let conv = |from: &Path, to: &Path| {
-        rastore::formats::convert::convert(from, to, &Default::default(), &mut |_, _| ()).unwrap()
+        rastore::convert::convert(from, to, &Default::default(), &mut |_, _| ()).unwrap()
     };
     conv(&p("a.ra"), &p("a.npy"));
     let run_ok = |args: &[&str]| {

@@ -455,13 +455,8 @@ fn ra_reads_objects_by_range_and_converts_both_ways() {
     let p = |n: &str| d.path().join(n);
     let a = cube(&[100, 30, 40]);
     rastore::write(p("c.ra"), &a).unwrap();
-    rastore::formats::convert::convert(
-        &p("c.ra"),
-        &p("c.npy"),
-        &Default::default(),
-        &mut |_, _| (),
-    )
-    .unwrap();
+    rastore::convert::convert(&p("c.ra"), &p("c.npy"), &Default::default(), &mut |_, _| ())
+        .unwrap();
     let endpoint = proxy.endpoint();
     run_ok(
         ra_env(&endpoint)

@@ -421,7 +421,8 @@ fn stack_builds_one_array_from_many_images() {
         1,
     );
     assert!(
-        e.contains("wrong.png: uint8 [9, 12, 3] differs from") && e.contains("[12, 9, 3]"),
+        e.contains("wrong.png: invalid argument: uint8 [9, 12, 3] differs from")
+            && e.contains("[12, 9, 3]"),
         "{e}"
     );
     assert!(!out2.exists(), "nothing is placed when an input fails");

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
-use rastore::formats::convert::ConvertOptions;
+use rastore::convert::ConvertOptions;
 use rastore::values::Tolerance;
 use rastore::{DType, WriteOptions};
 
@@ -673,20 +673,21 @@ pub fn convert(a: &ConvertArgs) -> Outcome {
     let options = options
         .chunks(a.chunks.clone().map(|d| d.0))
         .zarr_codec(a.codec.unwrap_or_default());
-    if remote::is_remote(&a.input) || remote::is_remote(&a.output) {
-        return remote::convert(&a.input, &a.output, &options);
-    }
-    let meta = std::fs::metadata(&a.input)
-        .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?;
-    // A folder (a Zarr array): its size is known once its metadata is read.
-    let bar = progress_bar(if meta.is_dir() { u64::MAX } else { meta.len() });
+    // An object or a folder (a Zarr array): its size is known once it is opened.
+    let size = match remote::is_remote(&a.input) {
+        true => u64::MAX,
+        false => std::fs::metadata(&a.input)
+            .map(|m| if m.is_dir() { u64::MAX } else { m.len() })
+            .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?,
+    };
+    let bar = progress_bar(size);
     let mut progress = |done: u64, total: u64| {
         if let Some(b) = &bar {
             b.set_length(total);
             b.set_position(done);
         }
     };
-    let result = rastore::formats::convert::convert(&a.input, &a.output, &options, &mut progress);
+    let result = rastore::convert::convert(&a.input, &a.output, &options, &mut progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

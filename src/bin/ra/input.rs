@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use rastore::formats::npy::NpyHeader;
 use rastore::{DType, Encoding, MappedNpy, MappedRa};
 
 /// Where the element bytes are.
@@ -24,8 +23,6 @@ pub struct Input {
     /// Elements between neighbours along each dim: column-major for `.ra` and
     /// Fortran-order `.npy`, row-major for C-order `.npy`.
     pub strides: Vec<u64>,
-    /// The `.npy` header, for `.npy` inputs.
-    pub npy: Option<NpyHeader>,
     /// The first index of the last axis the bytes hold (an object's slab), else 0.
     origin: u64,
     bytes: Bytes,
@@ -75,7 +72,6 @@ impl Input {
                 dtype: h.dtype(),
                 dims,
                 strides,
-                npy: None,
                 origin: 0,
                 bytes: Bytes::Ra(map),
                 owned_trailer: None,
@@ -83,12 +79,11 @@ impl Input {
         }
         // Compressed, packed or the other byte order: decoded into memory.
         drop(map);
-        let raw = rastore::formats::convert::decoded(path)?;
+        let raw = rastore::decoded(path)?;
         Ok(Input {
             dtype: raw.header.dtype(),
             dims,
             strides,
-            npy: None,
             origin: 0,
             bytes: Bytes::Owned(raw.data),
             owned_trailer: Some(raw.metadata),
@@ -122,7 +117,6 @@ impl Input {
             dtype,
             dims,
             strides,
-            npy: Some(nh),
             origin: 0,
             bytes,
             owned_trailer: None,
@@ -151,7 +145,6 @@ impl Input {
             dtype,
             strides: fortran_strides(&held),
             dims,
-            npy: None,
             origin,
             bytes: Bytes::Owned(data),
             owned_trailer: None,

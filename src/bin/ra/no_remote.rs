@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::input::Input;
 use crate::slice::Sel;
-use crate::{Fail, Outcome};
+use crate::Fail;
 
 /// Whether a command-line path names an object.
 pub fn is_remote(p: &Path) -> bool {
@@ -33,12 +33,4 @@ pub fn decoded(p: &Path) -> Result<rastore::RawData, Fail> {
 
 pub fn input(p: &Path, _spec: Option<&str>) -> Result<(Input, Vec<Sel>), Fail> {
     unsupported(p)
-}
-
-pub fn convert(
-    input: &Path,
-    output: &Path,
-    _options: &rastore::formats::convert::ConvertOptions,
-) -> Outcome {
-    unsupported(if is_remote(input) { input } else { output })
 }

@@ -79,20 +79,6 @@ pub fn input(p: &Path, spec: Option<&str>) -> Result<(Input, Vec<Sel>), Fail> {
     Ok((input, sels))
 }
 
-/// `ra convert` with an object on either side (or both): see
-/// [`rastore::remote::convert`].
-pub fn convert(
-    input: &Path,
-    output: &Path,
-    options: &rastore::formats::convert::ConvertOptions,
-) -> Outcome {
-    if !is_remote(output) {
-        options.check_output(output)?;
-    }
-    rastore::remote::convert(input, output, options, &RemoteOptions::default())?;
-    Ok(())
-}
-
 #[derive(clap::Subcommand)]
 pub enum FillCommand {
     /// Begin the upload of an array to s3://BUCKET/KEY and print the token (JSON) on stdout, the part plan on stderr.

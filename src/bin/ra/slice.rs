@@ -28,18 +28,6 @@ impl Sel {
             }
         }
     }
-
-    /// The same indices in ascending order, as `(first, step, count)`, and whether
-    /// they were given descending.
-    pub fn ascending(&self) -> ((u64, u64, u64), bool) {
-        match *self {
-            Sel::Index(i) => ((i, 1, 1), false),
-            Sel::Range { step, count, .. } if step < 0 && count > 0 => {
-                ((self.at(count - 1), step.unsigned_abs(), count), true)
-            }
-            Sel::Range { start, step, count } => ((start, step.unsigned_abs(), count), false),
-        }
-    }
 }
 
 fn index(text: &str, extent: u64) -> Result<u64, String> {
@@ -138,23 +126,6 @@ pub fn parse(spec: &str, dims: &[u64]) -> Result<Vec<Sel>, String> {
         .collect()
 }
 
-/// Reverses, in place, the order of the indices along `axis` of column-major data of
-/// `counts` and `elbyte`-byte elements: how a descending selection read ascending is
-/// put in the order asked for.
-pub fn flip(data: &mut [u8], counts: &[u64], elbyte: usize, axis: usize) {
-    let inner = counts[..axis].iter().product::<u64>() as usize * elbyte;
-    let n = counts[axis] as usize;
-    if inner == 0 || n < 2 {
-        return;
-    }
-    for block in data.chunks_mut(inner * n) {
-        for i in 0..n / 2 {
-            let (head, tail) = block.split_at_mut((n - 1 - i) * inner);
-            head[i * inner..(i + 1) * inner].swap_with_slice(&mut tail[..inner]);
-        }
-    }
-}
-
 /// Calls `f(multi-index, linear index)` for every selected element in column-major
 /// order (first dim fastest), at most `limit` times; returns how many were selected.
 pub fn walk(sels: &[Sel], dims: &[u64], limit: u64, mut f: impl FnMut(&[u64], u64)) -> u64 {
@@ -232,16 +203,6 @@ mod tests {
         assert!(parse("...,...", &dims).is_err());
     }
 
-    #[test]
-    fn flip_reverses_one_axis() {
-        // counts [2, 3], one byte each: columns (0 1) (2 3) (4 5).
-        let mut d: Vec<u8> = (0..6).collect();
-        flip(&mut d, &[2, 3], 1, 1);
-        assert_eq!(d, [4, 5, 2, 3, 0, 1]);
-        flip(&mut d, &[2, 3], 1, 0);
-        assert_eq!(d, [5, 4, 3, 2, 1, 0]);
-    }
-
     /// Every start, stop and step from -12 to 12 on an axis of 9 picks what Python's
     /// `range(9)[start:stop:step]` picks.
     #[test]
@@ -269,12 +230,6 @@ mod tests {
                     let sel = &parse(&spec, &[9]).unwrap()[0];
                     let got: Vec<u64> = (0..sel.count()).map(|k| sel.at(k)).collect();
                     assert_eq!(got, python(start, stop, step), "{spec}");
-                    let ((first, by, count), down) = sel.ascending();
-                    let mut up: Vec<u64> = (0..count).map(|k| first + k * by).collect();
-                    if down {
-                        up.reverse();
-                    }
-                    assert_eq!(up, got, "{spec} ascending");
                 }
             }
         }

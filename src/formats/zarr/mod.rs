@@ -28,18 +28,13 @@ mod store;
 mod write;
 mod zstd;
 
-pub use read::{zarr_to_ra, ZarrInput};
+pub use read::ZarrInput;
 pub use store::Location;
-pub use write::{ra_to_zarr, ZarrOptions};
+pub use write::{ZarrOptions, ZarrWriter};
 
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind};
-
-/// Chunks in flight per thread between progress reports: enough that a thread seldom
-/// waits for the others at the end of a batch (a chunk of 4 MiB is tens of
-/// milliseconds of zstd).
-const BATCH_PER_THREAD: usize = 8;
 
 /// The bytes-to-bytes codec of a Zarr output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,27 +93,6 @@ fn bytes_of(shape: &[u64], itemsize: u64) -> Option<u64> {
     shape
         .iter()
         .try_fold(itemsize, |acc, &d| acc.checked_mul(d))
-}
-
-/// The default chunk of an array: whole frames along the last axis, about
-/// `target` bytes, cut along the slowest axes where a frame is larger, so that each
-/// chunk is one contiguous byte range of the column-major data.
-pub fn default_chunks(dims: &[u64], itemsize: u64, target: u64) -> Vec<u64> {
-    let mut chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
-    for k in (0..dims.len()).rev() {
-        let inner = bytes_of(&dims[..k], itemsize).unwrap_or(u64::MAX).max(1);
-        let whole = inner.saturating_mul(dims[k].max(1));
-        if whole <= target {
-            break;
-        }
-        if inner >= target {
-            chunk[k] = 1;
-            continue;
-        }
-        chunk[k] = (target / inner).clamp(1, dims[k].max(1));
-        break;
-    }
-    chunk
 }
 
 /// Where one chunk lies in the array: its origin, its in-bounds extent, and its full
@@ -187,16 +161,6 @@ impl Region {
             }
         }
     }
-
-    /// Whether the chunk is the contiguous range of the array at the same offset:
-    /// whole along every axis but the slowest it cuts, which it holds fully.
-    fn contiguous(&self, dims: &[u64]) -> bool {
-        self.valid == self.full
-            && (0..dims.len()).all(|k| {
-                let later_unit = self.full[k + 1..].iter().all(|&c| c == 1);
-                self.full[k] == dims[k] || later_unit
-            })
-    }
 }
 
 /// The indices of a chunk grid, the first axis fastest (the order of the output).
@@ -251,24 +215,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_chunks_are_whole_frames_or_contiguous_cuts() {
-        assert_eq!(
-            default_chunks(&[1024, 1024, 256], 4, 16 << 20),
-            [1024, 1024, 4]
-        );
-        assert_eq!(default_chunks(&[10, 10], 4, 16 << 20), [10, 10]);
-        assert_eq!(
-            default_chunks(&[1 << 20, 64, 2], 4, 16 << 20),
-            [1 << 20, 4, 1]
-        );
-        assert_eq!(default_chunks(&[1 << 23, 2], 4, 16 << 20), [1 << 22, 1]);
-        assert_eq!(default_chunks(&[], 4, 16 << 20), Vec::<u64>::new());
-        assert_eq!(default_chunks(&[0, 5], 4, 16), [1, 5]);
-        let r = Region::of(&[0, 1, 0], &[1 << 20, 4, 1], &[1 << 20, 64, 2]);
-        assert!(r.contiguous(&[1 << 20, 64, 2]));
-    }
-
-    #[test]
     fn runs_cover_the_chunk_like_the_obvious_loop() {
         let dims = [5u64, 4, 3];
         let r = Region::of(&[1, 0, 1], &[3, 3, 2], &dims);
@@ -276,6 +222,5 @@ mod tests {
         r.runs(&dims, 1, |a, c, n| got.push((a, c, n)));
         // Origin (3, 0, 2), valid (2, 3, 1): runs of 2 at y = 0..3, z = 2.
         assert_eq!(got, [(43, 0, 2), (48, 3, 2), (53, 6, 2)]);
-        assert!(!r.contiguous(&dims));
     }
 }

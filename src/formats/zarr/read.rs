@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
 use serde_json::{Map, Value};
 use zarrs::array::{
     Array, ArrayBytes, ArrayMetadata, ArrayMetadataV2, ArrayMetadataV3, CodecOptions,
@@ -15,11 +14,10 @@ use zarrs::storage::ReadableWritableStorageTraits;
 use super::meta::{self, Elem};
 use super::numcodecs;
 use super::store::{self, Location, Store};
-use super::{bytes_of, refuse, zarr_err, GridIndices, Region, BATCH_PER_THREAD};
+use super::{bytes_of, refuse, zarr_err, GridIndices, Region};
 use crate::dtype::DType;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::header::Header;
-use crate::layout::Progress;
 
 /// Largest metadata document read (`zarr.json`, `.zarray`, `.zattrs`).
 const MAX_METADATA: usize = 16 << 20;
@@ -97,7 +95,7 @@ impl ZarrInput {
         let memory = zarrs::storage::store::MemoryStore::new();
         for (key, bytes) in files {
             let key = zarrs::storage::StoreKey::new(*key)
-                .map_err(|e| ErrorKind::InvalidArgument(e.to_string()))?;
+                .map_err(|e| crate::error::ErrorKind::InvalidArgument(e.to_string()))?;
             zarrs::storage::WritableStorageTraits::set(&memory, &key, bytes.to_vec().into())
                 .map_err(|e| zarr_err(Path::new("memory"), None, e))?;
         }
@@ -237,87 +235,6 @@ impl ZarrInput {
         ))
     }
 
-    /// Decodes every chunk into `out`, the column-major data of the whole array
-    /// (`elbyte × Π dims` bytes), chunks decoded in parallel; `progress` hears bytes.
-    pub fn read_into(&self, out: &mut [u8], progress: Progress) -> Result<()> {
-        let itemsize = self.elem.itemsize()?;
-        let total = bytes_of(&self.dims, itemsize).unwrap_or(u64::MAX);
-        if out.len() as u64 != total {
-            return Err(ErrorKind::InvalidArgument(format!(
-                "{} bytes for an array of {total}",
-                out.len()
-            ))
-            .into());
-        }
-        let grid: Vec<u64> = self
-            .dims
-            .iter()
-            .zip(&self.chunk)
-            .map(|(d, c)| d.div_ceil(*c))
-            .collect();
-        let batch = BATCH_PER_THREAD * rayon::current_num_threads();
-        let n = self.dims.len();
-        if n > 0 && self.chunk[..n - 1] == self.dims[..n - 1] {
-            return self.read_frames_into(out, batch, progress);
-        }
-        let mut indices = GridIndices::new(&grid);
-        let mut done = 0u64;
-        loop {
-            let some: Vec<Vec<u64>> = indices.by_ref().take(batch).collect();
-            if some.is_empty() {
-                break;
-            }
-            let decoded = some
-                .par_iter()
-                .map(|i| self.chunk_column_major(i).map(|b| (i, b)))
-                .collect::<Result<Vec<_>>>()?;
-            for (i, bytes) in decoded {
-                let region = Region::of(i, &self.chunk, &self.dims);
-                region.runs(&self.dims, itemsize, |a, c, n| {
-                    out[a..a + n].copy_from_slice(&bytes[c..c + n]);
-                });
-                done += bytes_of(&region.valid, itemsize).unwrap_or(0);
-            }
-            progress(done, total);
-        }
-        Ok(())
-    }
-
-    /// [`read_into`](Self::read_into) for chunks of whole frames along the last axis:
-    /// each chunk is one contiguous range of `out` (the last one shorter), decoded and
-    /// copied there by the thread that decoded it.
-    fn read_frames_into(&self, out: &mut [u8], batch: usize, progress: Progress) -> Result<()> {
-        let n = self.dims.len();
-        let step = bytes_of(&self.chunk, self.elem.itemsize()?).unwrap_or(0) as usize;
-        let total = out.len() as u64;
-        if step == 0 {
-            return Ok(());
-        }
-        let mut done = 0u64;
-        for (g, group) in out.chunks_mut(step * batch).enumerate() {
-            group
-                .par_chunks_mut(step)
-                .enumerate()
-                .try_for_each(|(j, dst)| -> Result<()> {
-                    let mut index = vec![0u64; n];
-                    index[n - 1] = (g * batch + j) as u64;
-                    if self.zstd_only && dst.len() == step {
-                        if let Some(stored) = self.encoded(&index)? {
-                            return super::zstd::decompress_into(&stored, dst)
-                                .map_err(|e| self.chunk_err(&index, &e));
-                        }
-                    }
-                    // A chunk of whole frames holds its in-bounds frames first.
-                    let bytes = self.chunk_column_major(&index)?;
-                    dst.copy_from_slice(&bytes[..dst.len()]);
-                    Ok(())
-                })?;
-            done += group.len() as u64;
-            progress(done, total);
-        }
-        Ok(())
-    }
-
     fn chunk_err(&self, index: &[u64], e: &dyn std::fmt::Display) -> Error {
         zarr_err(
             &self.shown,
@@ -331,6 +248,53 @@ impl ZarrInput {
         self.array
             .retrieve_encoded_chunk(index)
             .map_err(|e| self.chunk_err(index, &e))
+    }
+
+    /// The elements of the box at `origin` of extents `shape` into `out`, column-major:
+    /// each chunk it meets decoded, and the part of it in the box copied.
+    pub fn read_box(&self, origin: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
+        let n = self.dims.len();
+        let w = self.elem.itemsize()?;
+        if shape.contains(&0) {
+            return Ok(());
+        }
+        let first: Vec<u64> = (0..n).map(|k| origin[k] / self.chunk[k]).collect();
+        let last: Vec<u64> = (0..n)
+            .map(|k| (origin[k] + shape[k] - 1) / self.chunk[k])
+            .collect();
+        let span: Vec<u64> = (0..n).map(|k| last[k] - first[k] + 1).collect();
+        for offset in GridIndices::new(&span) {
+            let index: Vec<u64> = (0..n).map(|k| first[k] + offset[k]).collect();
+            let chunk = self.chunk_column_major(&index)?;
+            // The part of the chunk in the box, per axis: from, to (array indices).
+            let lo: Vec<u64> = (0..n)
+                .map(|k| (index[k] * self.chunk[k]).max(origin[k]))
+                .collect();
+            let hi: Vec<u64> = (0..n)
+                .map(|k| ((index[k] + 1) * self.chunk[k]).min(origin[k] + shape[k]))
+                .collect();
+            let part: Vec<u64> = (0..n).map(|k| hi[k] - lo[k]).collect();
+            let at_chunk = Region {
+                origin: (0..n).map(|k| lo[k] - index[k] * self.chunk[k]).collect(),
+                valid: part.clone(),
+                full: self.chunk.clone(),
+            };
+            let at_box = Region {
+                origin: (0..n).map(|k| lo[k] - origin[k]).collect(),
+                valid: part,
+                full: shape.to_vec(),
+            };
+            // Runs along the first axis: each the same in the chunk and in the box.
+            let mut to = Vec::new();
+            at_box.runs(shape, w, |a, _, len| to.push((a, len)));
+            let mut k = 0;
+            at_chunk.runs(&self.chunk, w, |a, _, len| {
+                let (b, _) = to[k];
+                out[b..b + len].copy_from_slice(&chunk[a..a + len]);
+                k += 1;
+            });
+        }
+        Ok(())
     }
 
     /// The chunk at `index`, whole (edge chunks padded), its elements column-major.
@@ -347,6 +311,12 @@ impl ZarrInput {
                     .repeat(n / itemsize as usize));
             };
             let Some((chain, f_order, big)) = &self.own else {
+                if self.zstd_only {
+                    // One zstd context per thread, rather than zarrs' one per chunk.
+                    let mut out = vec![0u8; n];
+                    super::zstd::decompress_into(&stored, &mut out).map_err(|e| err(&e))?;
+                    return Ok(out);
+                }
                 return self.decode_bytes(stored, n).map_err(|e| err(&e));
             };
             // The bytes each filter made, in the order they were applied.
@@ -501,24 +471,4 @@ fn column_major(array: &Array<dyn ReadableWritableStorageTraits>, ndims: usize) 
         _ => false,
     };
     bytes_le && transposed
-}
-
-/// Converts the Zarr array at `input` into the `.ra` file `output`, built out of
-/// sight (see [`crate::CreateOptions`]) and named when complete.
-pub fn zarr_to_ra(
-    input: &Location,
-    output: &Path,
-    options: &crate::CreateOptions,
-    progress: Progress,
-) -> Result<()> {
-    let z = ZarrInput::open(input)?;
-    let dtype = z.dtype()?;
-    let trailer = z.trailer()?;
-    options
-        .clone()
-        .metadata(trailer)
-        .create_filled(output, dtype, &z.dims, |out| {
-            z.read_into(out.data_mut(), progress)
-        })?;
-    Ok(())
 }

@@ -1,22 +1,19 @@
-//! `.ra` → Zarr v3: chunks gathered (or taken whole) from the mapped column-major data,
-//! encoded by the array's own bytes-to-bytes codecs, stored in parallel; `zarr.json`
-//! last, so that a store cut short is no array.
+//! Zarr v3 arrays written chunk by chunk: each chunk's column-major bytes encoded by the
+//! array's own bytes-to-bytes codecs and stored, from any thread; `zarr.json` last, so
+//! that a store cut short is no array.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
 use serde_json::{json, Value};
 use zarrs::array::{Array, ArrayMetadata, ArrayMetadataV3, CodecOptions};
 use zarrs::storage::Bytes;
 
 use super::meta::{self, ZarrType};
 use super::store::{self, Location, Store};
-use super::{bytes_of, default_chunks, zarr_err, Codec, GridIndices, Region, BATCH_PER_THREAD};
+use super::{bytes_of, zarr_err, Codec, Region};
 use crate::error::{io_at, Error, ErrorKind, Result};
-use crate::header::Encoding;
-use crate::layout::Progress;
-use crate::MappedRa;
+use crate::layout::frame_chunks;
 
 /// Bytes of a default chunk.
 const CHUNK_BYTES: u64 = 16 << 20;
@@ -30,21 +27,6 @@ pub struct ZarrOptions {
     pub codec: Codec,
     /// Replace an existing array.
     pub overwrite: bool,
-}
-
-/// The column-major data of the input, where it lies.
-enum Data {
-    Mapped(MappedRa),
-    Owned(Vec<u8>),
-}
-
-impl Data {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Data::Mapped(m) => m.data_bytes(),
-            Data::Owned(v) => v,
-        }
-    }
 }
 
 /// The `zarr.json` of the output: the array's metadata as zarr-python reads it.
@@ -92,74 +74,194 @@ fn metadata(
     doc
 }
 
-/// Converts the `.ra` file `input` into a Zarr v3 array at `output`. A local output is
-/// built in a hidden folder beside it and named when complete; in object storage the
-/// chunks go first and `zarr.json` last.
-pub fn ra_to_zarr(
-    input: &Path,
-    output: &Location,
-    options: &ZarrOptions,
-    progress: Progress,
-) -> Result<()> {
-    // SAFETY: conversion inputs are read-only for the duration of the call, as for
-    // every `ra convert` (the README says so).
-    let map = unsafe { MappedRa::open(input) }?;
-    let h = map.header().clone();
-    let trailer = map.metadata().to_vec();
-    let (dtype, data, big) = match (h.encoding(), h.dtype().swap_unit()) {
-        (Encoding::Raw, Some(_)) => (h.dtype(), Data::Mapped(map), h.data_big_endian()),
-        _ => {
-            drop(map);
-            let raw = crate::formats::convert::decoded(input)?;
-            (raw.header.dtype(), Data::Owned(raw.data), !raw.native)
-        }
-    };
-    let descr = crate::formats::ndl::numpy_descr(&trailer, dtype.elbyte);
-    let t = meta::zarr_type(dtype, descr.as_ref()).map_err(|e| e.at(input))?;
-    let dims = h.dims().to_vec();
-    let chunk = match &options.chunks {
-        Some(c) if c.len() != dims.len() || c.contains(&0) => {
-            return Err(ErrorKind::InvalidArgument(format!(
-                "--chunks {c:?}: a positive extent for each of the {} dims {dims:?}",
-                dims.len()
-            ))
-            .into())
-        }
-        Some(c) => c.clone(),
-        None => default_chunks(&dims, t.itemsize, CHUNK_BYTES),
-    };
-    let attributes = meta::attributes_of_trailer(&trailer);
-    let names = crate::formats::ndl::dimension_names(&trailer, dims.len());
-    let doc = metadata(&dims, &chunk, &t, big, options.codec, attributes, names);
-    let shown = output.shown();
-    let (dir, placed) = prepare(output, options.overwrite)?;
-    let result = (|| {
-        let store = store::open(output, dir.as_deref())?;
-        write_chunks(
-            &store,
-            &doc,
-            &t,
-            data.bytes(),
-            &dims,
-            &chunk,
-            options.codec,
-            &shown,
-            progress,
-        )?;
-        let text = serde_json::to_vec_pretty(&doc).map_err(|e| zarr_err(&shown, None, e))?;
-        store
-            .storage
-            .set(&store.key("zarr.json")?, Bytes::from(text))
-            .map_err(|e| zarr_err(&shown, None, e))
-    })();
-    match (result, dir) {
-        (Ok(()), Some(tmp)) => place(&tmp, &placed, options.overwrite),
-        (Ok(()), None) => Ok(()),
-        (Err(e), tmp) => {
-            if let Some(tmp) = tmp {
-                let _ = std::fs::remove_dir_all(tmp);
+/// A Zarr v3 array being written, chunk by chunk, from any thread: a local one in a
+/// hidden folder beside its name, one in object storage under its prefix with
+/// `zarr.json` last. [`finish`](Self::finish) writes `zarr.json` and names the folder;
+/// dropped unfinished, it removes what it wrote (the folder, or the chunks it put).
+pub struct ZarrWriter {
+    store: Store,
+    array: Array<dyn zarrs::storage::ReadableWritableStorageTraits>,
+    doc: Value,
+    t: ZarrType,
+    dims: Vec<u64>,
+    chunk: Vec<u64>,
+    codec: Codec,
+    shown: PathBuf,
+    /// The hidden folder and the final name (local), or nothing (an object).
+    placing: Option<(PathBuf, PathBuf)>,
+    overwrite: bool,
+    /// Keys of the chunks put in object storage, to erase on abort.
+    put: std::sync::Mutex<Vec<zarrs::storage::StoreKey>>,
+    done: bool,
+}
+
+impl ZarrWriter {
+    /// Starts the array of `dtype` and `dims` at `output`, its attributes and dimension
+    /// names from the NDL `trailer` (kept whole as an attribute too), chunked and
+    /// compressed as `options` say (by default whole frames of about 16 MiB). An
+    /// existing output is refused unless overwriting; a missing folder above a local
+    /// one is refused.
+    pub fn create(
+        output: &Location,
+        dtype: crate::DType,
+        dims: &[u64],
+        trailer: &[u8],
+        options: &ZarrOptions,
+    ) -> Result<ZarrWriter> {
+        let shown = output.shown();
+        let descr = crate::formats::ndl::numpy_descr(trailer, dtype.elbyte);
+        let t = meta::zarr_type(dtype, descr.as_ref()).map_err(|e| e.at(&shown))?;
+        let dims = dims.to_vec();
+        let chunk = match &options.chunks {
+            Some(c) if c.len() != dims.len() || c.contains(&0) => {
+                return Err(ErrorKind::InvalidArgument(format!(
+                    "--chunks {c:?}: a positive extent for each of the {} dims {dims:?}",
+                    dims.len()
+                ))
+                .into())
             }
-            Err(e)
+            Some(c) => c.clone(),
+            None => frame_chunks(&dims, t.itemsize, CHUNK_BYTES),
+        };
+        let attributes = meta::attributes_of_trailer(trailer);
+        let names = crate::formats::ndl::dimension_names(trailer, dims.len());
+        let big = cfg!(target_endian = "big");
+        let doc = metadata(&dims, &chunk, &t, big, options.codec, attributes, names);
+        let (dir, placed) = prepare(output, options.overwrite)?;
+        let opened = (|| {
+            let store = store::open(output, dir.as_deref())?;
+            // zarrs encodes the raw bytes of types it does not know (structured, strings).
+            let mut for_zarrs = doc.clone();
+            if !matches!(meta::elem_v3(&t.data_type)?, meta::Elem::Plain(_)) {
+                for_zarrs["data_type"] = json!(format!("r{}", t.itemsize * 8));
+                for_zarrs["fill_value"] = json!(vec![0u8; t.itemsize as usize]);
+            }
+            let m: ArrayMetadataV3 =
+                serde_json::from_value(for_zarrs).map_err(|e| zarr_err(&shown, None, e))?;
+            let array =
+                Array::new_with_metadata(store.storage.clone(), &store.node, ArrayMetadata::V3(m))
+                    .map_err(|e| zarr_err(&shown, None, e))?;
+            Ok((store, array))
+        })();
+        let (store, array) = match opened {
+            Ok(x) => x,
+            Err(e) => {
+                if let Some(d) = &dir {
+                    let _ = std::fs::remove_dir_all(d);
+                }
+                return Err(e);
+            }
+        };
+        Ok(ZarrWriter {
+            store,
+            array,
+            doc,
+            t,
+            dims,
+            chunk,
+            codec: options.codec,
+            shown,
+            placing: dir.map(|d| (d, placed)),
+            overwrite: options.overwrite,
+            put: std::sync::Mutex::new(Vec::new()),
+            done: false,
+        })
+    }
+
+    /// The chunk shape.
+    pub fn chunk_shape(&self) -> &[u64] {
+        &self.chunk
+    }
+
+    /// Stores the chunk at grid `index`, from the column-major bytes of its in-bounds
+    /// elements (`valid`, its extent within the array): padded to the whole chunk with
+    /// zeros, packed (structured types), encoded by the array's codecs.
+    pub fn write_chunk(&self, index: &[u64], data: &[u8]) -> Result<()> {
+        let elbyte = self
+            .t
+            .packing
+            .as_ref()
+            .map_or(self.t.itemsize, |p| p.from as u64);
+        let region = Region::of(index, &self.chunk, &self.dims);
+        let chunk_bytes = bytes_of(&self.chunk, elbyte).unwrap_or(0) as usize;
+        let mut whole: Cow<[u8]> = if region.valid == region.full {
+            Cow::Borrowed(data)
+        } else {
+            // The in-bounds part, column-major, into a chunk of zeros.
+            let mut buf = vec![0u8; chunk_bytes];
+            let local = Region {
+                origin: vec![0; self.dims.len()],
+                valid: region.valid.clone(),
+                full: region.full.clone(),
+            };
+            local.runs(&region.valid, elbyte, |a, c, n| {
+                buf[c..c + n].copy_from_slice(&data[a..a + n])
+            });
+            Cow::Owned(buf)
+        };
+        if let Some(p) = &self.t.packing {
+            let mut packed = vec![0u8; chunk_bytes / p.from * p.to];
+            p.pack(&whole, &mut packed);
+            whole = Cow::Owned(packed);
+        }
+        let key = self.array.chunk_key(index);
+        let shown_key = key.to_string();
+        let err = |e: &dyn std::fmt::Display| zarr_err(&self.shown, Some(&shown_key), e);
+        let options = CodecOptions::default().with_concurrent_target(1);
+        let mut encoded = whole;
+        if let Codec::Zstd(level) = self.codec {
+            encoded = Cow::Owned(super::zstd::compress(&encoded, level).map_err(|e| err(&e))?);
+        } else {
+            for c in self.array.codecs().bytes_to_bytes_codecs() {
+                encoded = c.encode(encoded, &options).map_err(|e| err(&e))?;
+            }
+        }
+        // SAFETY: the bytes are this chunk encoded as the array's codecs encode it:
+        // the elements column-major (what `transpose` to [n-1, …, 0] gives), in the
+        // byte order the `bytes` codec names, then each bytes-to-bytes codec.
+        unsafe {
+            self.array
+                .store_encoded_chunk(index, Bytes::from(encoded.into_owned()))
+        }
+        .map_err(|e| err(&e))?;
+        if self.placing.is_none() {
+            if let Ok(mut put) = self.put.lock() {
+                put.push(key);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `zarr.json` (last: a store cut short is no array) and names a local
+    /// array's folder.
+    pub fn finish(mut self) -> Result<()> {
+        let text =
+            serde_json::to_vec_pretty(&self.doc).map_err(|e| zarr_err(&self.shown, None, e))?;
+        self.store
+            .storage
+            .set(&self.store.key("zarr.json")?, Bytes::from(text))
+            .map_err(|e| zarr_err(&self.shown, None, e))?;
+        if let Some((tmp, to)) = self.placing.take() {
+            place(&tmp, &to, self.overwrite)?;
+        }
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for ZarrWriter {
+    /// Unfinished: the hidden folder goes, or the chunks put in object storage.
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some((tmp, _)) = &self.placing {
+            let _ = std::fs::remove_dir_all(tmp);
+        }
+        if let Ok(put) = self.put.lock() {
+            for key in put.iter() {
+                let _ = self.store.storage.erase(key);
+            }
         }
     }
 }
@@ -208,94 +310,6 @@ fn place(tmp: &Path, to: &Path, overwrite: bool) -> Result<()> {
     }
     if replacing {
         std::fs::remove_dir_all(&old).map_err(io_at("remove the replaced folder", &old))?;
-    }
-    Ok(())
-}
-
-/// Gathers, encodes and stores every chunk, in parallel batches.
-#[allow(clippy::too_many_arguments)]
-fn write_chunks(
-    store: &Store,
-    doc: &Value,
-    t: &ZarrType,
-    data: &[u8],
-    dims: &[u64],
-    chunk: &[u64],
-    codec: Codec,
-    shown: &Path,
-    progress: Progress,
-) -> Result<()> {
-    // zarrs encodes the raw bytes of types it does not know (structured, strings).
-    let mut for_zarrs = doc.clone();
-    if !matches!(meta::elem_v3(&t.data_type)?, meta::Elem::Plain(_)) {
-        for_zarrs["data_type"] = json!(format!("r{}", t.itemsize * 8));
-        for_zarrs["fill_value"] = json!(vec![0u8; t.itemsize as usize]);
-    }
-    let m: ArrayMetadataV3 =
-        serde_json::from_value(for_zarrs).map_err(|e| zarr_err(shown, None, e))?;
-    let array = Array::new_with_metadata(store.storage.clone(), &store.node, ArrayMetadata::V3(m))
-        .map_err(|e| zarr_err(shown, None, e))?;
-    let elbyte = t.packing.as_ref().map_or(t.itemsize, |p| p.from as u64);
-    let grid: Vec<u64> = dims
-        .iter()
-        .zip(chunk)
-        .map(|(d, c)| d.div_ceil(*c))
-        .collect();
-    let total = bytes_of(dims, elbyte).unwrap_or(0);
-    let chunk_bytes = bytes_of(chunk, elbyte).unwrap_or(0) as usize;
-    let options = CodecOptions::default().with_concurrent_target(1);
-    let batch = BATCH_PER_THREAD * rayon::current_num_threads();
-    let mut indices = GridIndices::new(&grid);
-    let mut done = 0;
-    loop {
-        let some: Vec<Vec<u64>> = indices.by_ref().take(batch).collect();
-        if some.is_empty() {
-            break;
-        }
-        some.par_iter().try_for_each(|index| -> Result<()> {
-            let region = Region::of(index, chunk, dims);
-            let start = region
-                .origin
-                .iter()
-                .zip(dims)
-                .rev()
-                .fold(0u64, |acc, (o, d)| acc * d + o)
-                * elbyte;
-            let mut gathered: Cow<[u8]> = if region.contiguous(dims) {
-                Cow::Borrowed(&data[start as usize..start as usize + chunk_bytes])
-            } else {
-                let mut buf = vec![0u8; chunk_bytes];
-                region.runs(dims, elbyte, |a, c, n| {
-                    buf[c..c + n].copy_from_slice(&data[a..a + n])
-                });
-                Cow::Owned(buf)
-            };
-            if let Some(p) = &t.packing {
-                let mut packed = vec![0u8; chunk_bytes / p.from * p.to];
-                p.pack(&gathered, &mut packed);
-                gathered = Cow::Owned(packed);
-            }
-            let key = array.chunk_key(index).to_string();
-            let err = |e: &dyn std::fmt::Display| zarr_err(shown, Some(&key), e);
-            let mut encoded = gathered;
-            if let Codec::Zstd(level) = codec {
-                encoded = Cow::Owned(super::zstd::compress(&encoded, level).map_err(|e| err(&e))?);
-            } else {
-                for c in array.codecs().bytes_to_bytes_codecs() {
-                    encoded = c.encode(encoded, &options).map_err(|e| err(&e))?;
-                }
-            }
-            // SAFETY: the bytes are this chunk encoded as the array's codecs encode it:
-            // the elements column-major (what `transpose` to [n-1, …, 0] gives), in the
-            // byte order the `bytes` codec names, then each bytes-to-bytes codec.
-            unsafe { array.store_encoded_chunk(index, Bytes::from(encoded.into_owned())) }
-                .map_err(|e| err(&e))
-        })?;
-        done += some
-            .iter()
-            .map(|i| bytes_of(&Region::of(i, chunk, dims).valid, elbyte).unwrap_or(0))
-            .sum::<u64>();
-        progress(done, total);
     }
     Ok(())
 }

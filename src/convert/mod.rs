@@ -1,0 +1,244 @@
+//! One engine: every format a [`Source`] and a [`Sink`], and [`convert()`] any source
+//! into any sink.
+//!
+//! A source describes an array ([`Desc`]: element type, logical shape, the trailer
+//! with its labels and attributes) and reads any box of it, as native column-major
+//! bytes, into the caller's buffer; where it holds the array so already (a mapping, a
+//! decoded image) it lends the bytes instead. A sink is made from a description, takes
+//! boxes in any order from many threads, and either commits (names the file, completes
+//! the upload, writes `zarr.json`) or, dropped, leaves nothing. [`Grain`] says how each
+//! lays its elements out, and the planner ([`plan`]) cuts the array into boxes that
+//! both read and write in long runs: whole frames when both are column-major, the
+//! fewest-request box when a C-order source meets a column-major sink, the chunks of a
+//! Zarr side.
+//!
+//! | format | source | sink |
+//! |---|---|---|
+//! | `.ra`, local | plain, big-endian, LZ4, LEB128, Julia Bools and BitArrays ([`ra`]) | plain, or one LZ4 block |
+//! | `.npy` | C and Fortran order, either byte order ([`npy`]) | Fortran order |
+//! | `.npz` | each member ([`npz`]) | — |
+//! | PNG | decoded ([`png`]) | 8/16-bit, or scaled to gray |
+//! | Zarr v2 and v3, local or `s3://` | [`zarr`] (feature `zarr`) | v3 |
+//! | `s3://` objects | `.ra` by ranged GETs; other formats downloaded ([`remote`], feature `s3`) | `.ra` as a multipart upload; others uploaded whole |
+//!
+//! Inputs are told by their contents ([`Format::of`]), outputs by their names
+//! ([`Format::of_output`]). [`open`] and [`create`] make them; [`copy`] copies one
+//! into the other; [`convert()`] does all three.
+
+mod file;
+mod memory;
+pub mod npy;
+pub mod npz;
+mod open;
+mod plan;
+pub mod png;
+pub mod ra;
+#[cfg(feature = "s3")]
+pub mod remote;
+mod select;
+mod stack;
+#[cfg(feature = "zarr")]
+pub mod zarr;
+
+use std::path::Path;
+
+use crate::dtype::DType;
+use crate::error::Result;
+
+pub use open::{convert, create, is_zarr, open, ConvertOptions, Format};
+pub use plan::copy;
+pub use select::{select, Pick};
+pub use stack::stack;
+
+pub use crate::layout::Progress;
+
+/// What a conversion did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Converted {
+    /// Compression was asked for but would not have saved space: the data is plain.
+    pub stored_raw: bool,
+}
+
+/// What an array is, as a source gives it and a sink takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Desc {
+    /// The element type (a BitArray's is Julia's Bool: sources decode bits).
+    pub dtype: DType,
+    /// The logical shape, first axis first, as NumPy and Julia show it.
+    pub dims: Vec<u64>,
+    /// The metadata: a RawArray trailer, an NDL document for what rastore writes. It
+    /// carries the attributes, the labels (dimension names, 1-D coordinates) and the
+    /// NumPy descr of a structured type; [`Desc::dimension_names`] and
+    /// [`Desc::attributes`] read them.
+    pub trailer: Vec<u8>,
+}
+
+impl Desc {
+    /// The dimension names the trailer gives, when it names every dim.
+    pub fn dimension_names(&self) -> Option<Vec<String>> {
+        crate::formats::ndl::dimension_names(&self.trailer, self.dims.len())
+    }
+
+    /// The attributes of the trailer's NDL ndarray (or of a plain YAML mapping).
+    pub fn attributes(&self) -> Option<yaml_rust2::yaml::Hash> {
+        crate::formats::ndl::attributes(&self.trailer)
+    }
+
+    /// Bytes of the whole array.
+    pub fn nbytes(&self) -> u64 {
+        self.dims
+            .iter()
+            .try_fold(self.dtype.elbyte, |a, &d| a.checked_mul(d))
+            .unwrap_or(u64::MAX)
+    }
+}
+
+/// A box of an array: its first index and its extent on each axis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// The first index on each axis.
+    pub origin: Vec<u64>,
+    /// How many indices on each axis.
+    pub shape: Vec<u64>,
+}
+
+impl Block {
+    /// The whole of an array of `dims`.
+    pub fn all(dims: &[u64]) -> Block {
+        Block {
+            origin: vec![0; dims.len()],
+            shape: dims.to_vec(),
+        }
+    }
+
+    /// Its elements.
+    pub fn count(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// The box as a selection: a unit-step [`Stride`](crate::Stride) per axis.
+    pub fn strides(&self) -> Vec<crate::Stride> {
+        self.origin
+            .iter()
+            .zip(&self.shape)
+            .map(|(&o, &n)| crate::Stride::new(o, 1, n))
+            .collect()
+    }
+
+    /// Whether the box is one contiguous stretch of the column-major array of `dims`:
+    /// whole along every axis but the slowest it cuts, one index thick beyond it.
+    pub fn contiguous_in(&self, dims: &[u64]) -> bool {
+        let n = dims.len();
+        let cut = (0..n).find(|&k| self.shape[k] != dims[k]).unwrap_or(n);
+        (cut + 1..n).all(|k| self.shape[k] <= 1)
+    }
+
+    /// Where the box starts in the column-major array of `dims` and `elbyte`-byte
+    /// elements, in bytes.
+    pub fn offset_in(&self, dims: &[u64], elbyte: u64) -> u64 {
+        self.origin
+            .iter()
+            .zip(dims)
+            .rev()
+            .fold(0u64, |acc, (o, d)| acc * d + o)
+            * elbyte
+    }
+}
+
+/// How a source or a sink lays its elements out: the planner cuts boxes by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grain {
+    /// Column-major: whole leading axes are one run (`.ra`, Fortran `.npy`).
+    ColumnMajor,
+    /// C order: whole trailing axes are one run (a C-order `.npy`).
+    RowMajor,
+    /// Chunks of this shape, each read or written whole (Zarr, an upload's parts).
+    Chunks(Vec<u64>),
+    /// Held in memory: any box costs the same (PNG, decoded data).
+    Memory,
+}
+
+/// An array to read: any box of it, into the caller's buffer.
+pub trait Source: Send + Sync {
+    /// What it holds.
+    fn desc(&self) -> &Desc;
+
+    /// How its elements lie.
+    fn grain(&self) -> Grain;
+
+    /// The elements of `block` into `out` (exactly their bytes), native byte order,
+    /// column-major within the box.
+    fn read_box(&self, block: &Block, out: &mut [u8]) -> Result<()>;
+
+    /// The elements a strided selection (a [`Stride`](crate::Stride) per axis, checked
+    /// to lie within the array) picks into `out`, native byte order, column-major. By
+    /// default each frame's bounding box is read and picked from; sources that read
+    /// runs (`.ra`, `.npy`, objects, memory) read only the runs.
+    fn read_selection(&self, sel: &[crate::Stride], out: &mut [u8]) -> Result<()> {
+        bounded_selection(self, sel, out)
+    }
+
+    /// All of its data as native column-major bytes, where it holds them so (a
+    /// mapping, decoded memory): the planner copies from them instead of reading.
+    fn lend(&self) -> Option<&[u8]> {
+        None
+    }
+
+    /// How it is named in errors.
+    fn shown(&self) -> &Path;
+}
+
+/// [`Source::read_selection`] by bounding boxes, one frame (last index) at a time.
+fn bounded_selection<S: Source + ?Sized>(
+    source: &S,
+    sel: &[crate::Stride],
+    out: &mut [u8],
+) -> Result<()> {
+    let w = source.desc().dtype.elbyte;
+    let count: u64 = sel.iter().map(|s| s.count).product();
+    crate::selection::fit(out, count * w)?;
+    if count == 0 {
+        return Ok(());
+    }
+    let Some((last, lead)) = sel.split_last() else {
+        return source.read_box(&Block::all(&[]), out);
+    };
+    let mut bound = Block {
+        origin: sel.iter().map(|s| s.start).collect(),
+        shape: lead.iter().map(|s| (s.count - 1) * s.step + 1).collect(),
+    };
+    bound.shape.push(1);
+    let within: Vec<crate::Stride> = lead
+        .iter()
+        .map(|s| crate::Stride::new(0, s.step, s.count))
+        .chain([crate::Stride::all(1)])
+        .collect();
+    let frame = (count / last.count * w) as usize;
+    let mut buf = vec![0u8; (bound.count() * w) as usize];
+    for (t, dst) in out.chunks_mut(frame).enumerate() {
+        bound.origin[sel.len() - 1] = last.start + t as u64 * last.step;
+        source.read_box(&bound, &mut buf)?;
+        for r in crate::selection::runs(&bound.shape, w, &within, 0) {
+            let from = r.from as usize;
+            dst[r.to..r.to + r.len].copy_from_slice(&buf[from..from + r.len]);
+        }
+    }
+    Ok(())
+}
+
+/// An array to write: boxes in any order, from many threads, then
+/// [`commit`](Sink::commit). Dropped without committing, it leaves nothing: no file,
+/// no store, no pending upload.
+pub trait Sink: Send + Sync {
+    /// How it takes its elements.
+    fn grain(&self) -> Grain;
+
+    /// Writes `data`, the native column-major bytes of `block`.
+    fn write_box(&self, block: &Block, data: &[u8]) -> Result<()>;
+
+    /// Makes the output whole and visible: named, completed, described.
+    fn commit(self: Box<Self>) -> Result<Converted>;
+
+    /// How it is named in errors.
+    fn shown(&self) -> &Path;
+}

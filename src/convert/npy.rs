@@ -1,0 +1,170 @@
+//! NumPy `.npy` files as a source (C or Fortran order, either byte order) and a sink
+//! (Fortran order: the same bytes as a `.ra`'s, which NumPy loads as the same array).
+//!
+//! A C-order array of shape `(a, b, c)` is the column-major array of shape `(c, b, a)`:
+//! the source reads a box as the runs of the reversed box, then transposes it in
+//! memory. Boxes of the fewest requests ([`super::plan`]) keep both sides' runs long.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use super::file::FileSink;
+use super::{Block, ConvertOptions, Desc, Grain, Sink, Source};
+use crate::dtype::{DType, Kind};
+use crate::error::{io_at, ErrorKind, Result, ResultExt};
+use crate::formats::ndl;
+use crate::formats::npy::{self, Descr, NpyHeader};
+use crate::header::Header;
+use crate::layout::transpose_c_to_f;
+use crate::padding::Padding;
+use crate::reader::{Bools, DataReader};
+
+/// A `.npy` file (or an archive's stored member: the same bytes at an offset).
+pub struct NpySource {
+    /// Over the data as column-major: of the reversed shape when it is C order.
+    reader: DataReader,
+    c_order: bool,
+    desc: Desc,
+    shown: PathBuf,
+}
+
+impl NpySource {
+    /// Opens the `.npy` file `path`.
+    pub fn open(path: &Path) -> Result<NpySource> {
+        let file = File::open(path).map_err(io_at("open", path))?;
+        let len = file.metadata().map_err(io_at("stat", path))?.len();
+        Self::at(path, file, 0, len)
+    }
+
+    /// The `.npy` that starts `start` bytes into `file` (named `path`), which holds
+    /// `len` bytes from there.
+    pub(crate) fn at(path: &Path, file: File, start: u64, len: u64) -> Result<NpySource> {
+        let nh = {
+            let mut r = crate::formats::npz::slice_reader(&file, start);
+            npy::read_header(&mut r).at(path)?
+        };
+        let (_, nbytes) = nh.data_len().at(path)?;
+        let end = nh.data_offset.saturating_add(nbytes);
+        if end > len {
+            return Err(crate::Error::from(ErrorKind::TruncatedData {
+                expected: end,
+                actual: len,
+            })
+            .at(path));
+        }
+        let dtype = nh.descr.dtype().at(path)?;
+        let header = Header::new(dtype, &nh.shape).at(path)?;
+        let trailer = if dtype.kind() == Kind::User {
+            ndl::descr_trailer(&header, &nh.descr)
+        } else {
+            Vec::new()
+        };
+        let unit = match (nh.descr.big_endian(), dtype.swap_unit(), &nh.descr) {
+            (_, _, Descr::Struct(_)) => 1,
+            (true, Some(unit), _) => unit,
+            _ => 1,
+        };
+        let bools = if dtype == DType::BOOL {
+            Bools::Normalize
+        } else {
+            Bools::No
+        };
+        let c_order = !nh.fortran_order && nh.shape.len() > 1;
+        let stored: Vec<u64> = if nh.shape.contains(&0) {
+            // Nothing to read; and reversed, `(0, 2³², 2³²)` would overflow on the way.
+            vec![0; nh.shape.len()]
+        } else if c_order {
+            nh.shape.iter().rev().copied().collect()
+        } else {
+            nh.shape.clone()
+        };
+        let reader = DataReader::plain(
+            path,
+            file,
+            start + len,
+            start + nh.data_offset,
+            Header::new(dtype, &stored).at(path)?,
+            (unit, bools),
+        );
+        Ok(NpySource {
+            reader,
+            c_order,
+            desc: Desc {
+                dtype,
+                dims: nh.shape,
+                trailer,
+            },
+            shown: path.to_path_buf(),
+        })
+    }
+}
+
+impl Source for NpySource {
+    fn desc(&self) -> &Desc {
+        &self.desc
+    }
+
+    fn grain(&self) -> Grain {
+        if self.c_order {
+            Grain::RowMajor
+        } else {
+            Grain::ColumnMajor
+        }
+    }
+
+    fn read_box(&self, block: &Block, out: &mut [u8]) -> Result<()> {
+        self.read_selection(&block.strides(), out)
+    }
+
+    fn read_selection(&self, sel: &[crate::Stride], out: &mut [u8]) -> Result<()> {
+        if !self.c_order {
+            return self.reader.read_selection_into(sel, out);
+        }
+        // The selection of the reversed (column-major) array holds it in C order.
+        let reversed: Vec<crate::Stride> = sel.iter().rev().copied().collect();
+        let mut c = vec![0u8; out.len()];
+        self.reader.read_selection_into(&reversed, &mut c)?;
+        let counts: Vec<u64> = sel.iter().map(|s| s.count).collect();
+        let shape = crate::view::shape_usize(&counts)?;
+        let w = self.desc.dtype.elbyte as usize;
+        transpose_c_to_f(&c, &shape, w, out, &mut |_, _| ())
+    }
+
+    fn shown(&self) -> &Path {
+        &self.shown
+    }
+}
+
+/// The NumPy descr of `desc`'s elements: a structured type's from its trailer, else
+/// the number type's (a Julia Bool is `|b1`).
+pub(crate) fn descr_of(desc: &Desc) -> Result<Descr> {
+    let d = desc.dtype;
+    if d.kind() == Kind::User {
+        return Ok(
+            ndl::numpy_descr(&desc.trailer, d.elbyte).unwrap_or(Descr::Simple {
+                order: '|',
+                kind: 'V',
+                count: d.elbyte,
+            }),
+        );
+    }
+    Descr::for_dtype(d)
+        .ok_or_else(|| ErrorKind::Unsupported(format!("{d} has no NumPy equivalent")).into())
+}
+
+/// A new Fortran-order `.npy` of `desc` at `path`: the same bytes as a `.ra`'s data,
+/// after NumPy's header. Shapes NumPy cannot load are refused.
+pub fn create(path: &Path, desc: Desc, options: &ConvertOptions) -> Result<Box<dyn Sink>> {
+    let descr = descr_of(&desc).at(path)?;
+    npy::check_numpy_shape(&desc.dims, descr.itemsize()?).at(path)?;
+    let head = NpyHeader::encode(&descr, true, &desc.dims);
+    let padding = Padding::of(&descr)?;
+    Ok(Box::new(FileSink::create(
+        path,
+        options.placement(),
+        &head,
+        desc,
+        &[],
+        padding,
+    )?))
+}

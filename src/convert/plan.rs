@@ -1,0 +1,437 @@
+//! The planner: an array cut into pieces that both sides read and write in long runs,
+//! copied on a few threads in bounded memory.
+//!
+//! A piece is a box read at once, written whole or cut into the sink's chunks:
+//!
+//! - Column-major on both sides (`.ra`, Fortran `.npy`, memory): whole frames along
+//!   the last axis, about 64 MiB a piece (each one contiguous stretch of both).
+//! - A C-order source into a column-major sink: the box that needs the fewest requests
+//!   of the disk ([`box_shape`]), about 128 MiB: for a stack of frames, the frames'
+//!   rows whole on the read side and every frame on the write side.
+//! - A sink with chunks (Zarr, an upload's parts) takes its chunks. From a source that
+//!   holds its bytes in memory or a mapping, or whose runs a chunk keeps long, a piece
+//!   is a chunk; from a file that a chunk would read in short runs, a slab of whole
+//!   chunk rows is read at once (contiguous in the file: along the last axis of a
+//!   column-major one, the first of a C-order one) and cut into its chunks.
+//! - A source with chunks into a column-major sink: slabs of whole chunk rows along
+//!   the last axis, each written as one run.
+//!
+//! Every byte is read once and written once. Each piece is read (or, from a source
+//! that lends its bytes, taken where they lie) and written by one of [`WORKERS`]
+//! threads; progress is reported from this one.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use super::memory::copy_box;
+use super::{Block, Converted, Desc, Grain, Progress, Sink, Source};
+use crate::error::{ErrorKind, Result};
+
+/// Threads reading and writing pieces.
+const WORKERS: usize = 3;
+
+/// Bytes of a piece of whole frames, or of chunk rows.
+const FRAME_BOX_BYTES: u64 = 64 << 20;
+
+/// Bytes of a piece of a C-order source.
+const TILE_BYTES: usize = 128 << 20;
+
+/// A box read at once, and the boxes it is written as (none: itself, whole).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Piece {
+    pub(crate) read: Block,
+    pub(crate) writes: Vec<Block>,
+}
+
+/// Copies `source` into `sink` piece by piece (see the module), then closes the source
+/// and commits the sink; on an error the sink is dropped, and leaves nothing.
+pub fn copy(source: Box<dyn Source>, sink: Box<dyn Sink>, progress: Progress) -> Result<Converted> {
+    let desc = source.desc().clone();
+    // A source that lends its bytes costs the same whatever the box.
+    let from = match source.lend() {
+        Some(_) => Grain::Memory,
+        None => source.grain(),
+    };
+    let pieces = plan(&desc, &from, &sink.grain())?;
+    run(source.as_ref(), sink.as_ref(), &desc, &pieces, progress)?;
+    // Closed first: the output may be the input, and Windows replaces no open file.
+    drop(source);
+    sink.commit()
+}
+
+/// The pieces that cover `desc`'s array for a source of grain `from` and a sink of
+/// grain `to`, in column-major order of their grid.
+pub(crate) fn plan(desc: &Desc, from: &Grain, to: &Grain) -> Result<Vec<Piece>> {
+    let dims = &desc.dims;
+    if dims.contains(&0) {
+        return Ok(Vec::new());
+    }
+    let w = desc.dtype.elbyte;
+    let n = dims.len();
+    let whole = |shape: Vec<u64>| -> Result<Vec<Piece>> {
+        Ok(grid(dims, &shape)?
+            .into_iter()
+            .map(|read| Piece {
+                read,
+                writes: Vec::new(),
+            })
+            .collect())
+    };
+    // Slabs of `rows` chunk rows (of extent `c` along `axis`), whole along the others.
+    let slabs = |c: &[u64], axis: usize| -> Vec<u64> {
+        let mut shape = dims.clone();
+        let row: u64 = dims
+            .iter()
+            .enumerate()
+            .map(|(k, &d)| if k == axis { c[k] } else { d })
+            .product::<u64>()
+            * w;
+        shape[axis] = (c[axis] * (FRAME_BOX_BYTES / row.max(1)).max(1)).min(dims[axis]);
+        shape
+    };
+    match (from, to) {
+        (Grain::RowMajor, Grain::Chunks(c)) if n > 1 => cut(dims, slabs(c, 0), c),
+        (Grain::ColumnMajor, Grain::Chunks(c)) if n > 1 && !Block::all(c).contiguous_in(dims) => {
+            cut(dims, slabs(c, n - 1), c)
+        }
+        (_, Grain::Chunks(c)) => whole(c.clone()),
+        (Grain::Chunks(c), _) if n > 0 => whole(slabs(c, n - 1)),
+        (Grain::RowMajor, _) => {
+            let shape = crate::view::shape_usize(dims)?;
+            whole(
+                box_shape(&shape, w as usize, TILE_BYTES)
+                    .into_iter()
+                    .map(|e| e as u64)
+                    .collect(),
+            )
+        }
+        _ => whole(crate::layout::frame_chunks(dims, w, FRAME_BOX_BYTES)),
+    }
+}
+
+/// Pieces of `shape`, each cut into the chunks of `chunk` it holds (`shape` is whole
+/// chunks along every axis, or reaches the array's end).
+fn cut(dims: &[u64], shape: Vec<u64>, chunk: &[u64]) -> Result<Vec<Piece>> {
+    let chunks = grid(dims, chunk)?;
+    let mut pieces: Vec<Piece> = grid(dims, &shape)?
+        .into_iter()
+        .map(|read| Piece {
+            read,
+            writes: Vec::new(),
+        })
+        .collect();
+    let pgrid: Vec<u64> = dims
+        .iter()
+        .zip(&shape)
+        .map(|(d, s)| d.div_ceil(*s))
+        .collect();
+    for c in chunks {
+        // The piece whose grid cell holds the chunk's origin.
+        let i = c
+            .origin
+            .iter()
+            .zip(&shape)
+            .zip(&pgrid)
+            .rev()
+            .fold(0u64, |acc, ((o, s), g)| acc * g + o / s);
+        pieces[i as usize].writes.push(c);
+    }
+    Ok(pieces)
+}
+
+/// The boxes of extents `shape` that cover an array of `dims` (edge boxes cut short),
+/// in column-major order of their grid.
+fn grid(dims: &[u64], shape: &[u64]) -> Result<Vec<Block>> {
+    if shape.len() != dims.len() || shape.contains(&0) {
+        return Err(ErrorKind::InvalidArgument(format!(
+            "boxes of {shape:?} for an array of {dims:?}"
+        ))
+        .into());
+    }
+    let cells: Vec<u64> = dims
+        .iter()
+        .zip(shape)
+        .map(|(d, s)| d.div_ceil(*s))
+        .collect();
+    let count: u64 = cells.iter().product();
+    Ok((0..count)
+        .map(|mut i| {
+            let origin: Vec<u64> = cells
+                .iter()
+                .zip(shape)
+                .map(|(g, s)| {
+                    let o = (i % g) * s;
+                    i /= g;
+                    o
+                })
+                .collect();
+            let extent = origin
+                .iter()
+                .zip(shape)
+                .zip(dims)
+                .map(|((o, s), d)| (*s).min(d - o))
+                .collect();
+            Block {
+                origin,
+                shape: extent,
+            }
+        })
+        .collect())
+}
+
+/// Reads and writes `pieces` on [`WORKERS`] threads, reporting progress here.
+fn run(
+    source: &dyn Source,
+    sink: &dyn Sink,
+    desc: &Desc,
+    pieces: &[Piece],
+    progress: Progress,
+) -> Result<()> {
+    let total = desc.nbytes();
+    let w = desc.dtype.elbyte;
+    let lent = source.lend();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<Result<u64>>();
+    std::thread::scope(|s| {
+        for _ in 0..WORKERS.min(pieces.len()) {
+            let (tx, next, stop) = (tx.clone(), &next, &stop);
+            s.spawn(move || {
+                let (mut buf, mut part) = (Vec::new(), Vec::new());
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= pieces.len() || stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let p = &pieces[i];
+                    let done = copy_piece(source, sink, desc, lent, p, (&mut buf, &mut part))
+                        .map(|()| p.read.count() * w);
+                    let failed = done.is_err();
+                    if tx.send(done).is_err() || failed {
+                        stop.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut done = 0u64;
+        if pieces.is_empty() {
+            progress(0, total);
+        }
+        for got in rx {
+            match got {
+                Ok(n) => {
+                    done += n;
+                    progress(done, total);
+                }
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Reads piece `p` (or takes it from the `lent` bytes) and writes it, whole or as its
+/// boxes; `buf` and `part` are the thread's buffers.
+fn copy_piece(
+    source: &dyn Source,
+    sink: &dyn Sink,
+    desc: &Desc,
+    lent: Option<&[u8]>,
+    p: &Piece,
+    (buf, part): (&mut Vec<u8>, &mut Vec<u8>),
+) -> Result<()> {
+    let (dims, w) = (&desc.dims, desc.dtype.elbyte);
+    let bytes = (p.read.count() * w) as usize;
+    let data: &[u8] = match lent {
+        Some(all) if p.read.contiguous_in(dims) => {
+            let at = p.read.offset_in(dims, w) as usize;
+            &all[at..at + bytes]
+        }
+        Some(all) => {
+            buf.resize(bytes, 0);
+            copy_box(dims, w, all, &p.read, buf)?;
+            buf
+        }
+        None => {
+            buf.resize(bytes, 0);
+            source.read_box(&p.read, buf)?;
+            buf
+        }
+    };
+    if p.writes.is_empty() {
+        return sink.write_box(&p.read, data);
+    }
+    for b in &p.writes {
+        // The box, within the piece.
+        let inner = Block {
+            origin: b
+                .origin
+                .iter()
+                .zip(&p.read.origin)
+                .map(|(a, o)| a - o)
+                .collect(),
+            shape: b.shape.clone(),
+        };
+        part.resize((b.count() * w) as usize, 0);
+        copy_box(&p.read.shape, w, data, &inner, part)?;
+        sink.write_box(b, part)?;
+    }
+    Ok(())
+}
+
+/// The axes from fastest to slowest: the last first in C order, the first first
+/// column-major.
+fn fastest_first(n: usize, c_order: bool) -> Vec<usize> {
+    if c_order {
+        (0..n).rev().collect()
+    } else {
+        (0..n).collect()
+    }
+}
+
+/// The run of a box of extents `e` of an array of `shape`, along `axes` (fastest
+/// first): the fastest axis, and the next while every faster one is whole, and so on.
+/// Its length in elements.
+fn run_of(shape: &[usize], e: &[usize], axes: &[usize]) -> usize {
+    let mut run = 1;
+    for &k in axes {
+        run *= e[k];
+        if e[k] < shape[k] {
+            return run;
+        }
+    }
+    run
+}
+
+/// The extents of the boxes for `shape` (C order) of `w`-byte items within `budget`
+/// bytes: of the boxes whose runs are as long as they can be (trailing axes whole on
+/// the read side, leading axes whole on the write side, one partial axis on each, the
+/// axes between them one element thick), the one making the fewest reads and writes
+/// per element (`1/read run + 1/write run`). A disk's time per request is about a
+/// fixed cost plus its bytes, so this is the one the disk finishes first.
+pub(crate) fn box_shape(shape: &[usize], w: usize, budget: usize) -> Vec<usize> {
+    let n = shape.len();
+    let (c_axes, f_axes) = (fastest_first(n, true), fastest_first(n, false));
+    let most = (budget / w.max(1)).max(1);
+    let cost = |e: &[usize]| {
+        let r = run_of(shape, e, &c_axes);
+        let w = run_of(shape, e, &f_axes);
+        1.0 / r as f64 + 1.0 / w as f64
+    };
+    let mut best = (cost(&vec![1; n]), vec![1; n]);
+    // `p`: the read side's partial axis (those after it whole); `q <= p`: the write
+    // side's (those before it whole).
+    for p in 0..n {
+        for q in 0..=p {
+            let mut e = vec![1usize; n];
+            e[p + 1..].copy_from_slice(&shape[p + 1..]);
+            e[..q].copy_from_slice(&shape[..q]);
+            let fixed: usize = e.iter().product();
+            if fixed > most {
+                continue;
+            }
+            let room = most / fixed;
+            // Extents of axis `p` worth trying: powers of two, what leaves axis `q`
+            // whole, and the most that fits; axis `q` takes the rest of the room.
+            let top = shape[p].min(room);
+            let powers = (0..usize::BITS)
+                .map(|i| 1usize << i)
+                .take_while(|&a| a < top);
+            let tries = powers.chain([top, room / shape[q].max(1)]);
+            for a in tries.filter(|&a| (1..=top).contains(&a)) {
+                e[p] = a;
+                if q != p {
+                    e[q] = shape[q].min(room / a);
+                }
+                let c = cost(&e);
+                if c < best.0 {
+                    best = (c, e.clone());
+                }
+            }
+        }
+    }
+    best.1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DType;
+
+    #[test]
+    fn boxes_make_the_fewest_requests_within_the_budget() {
+        // 2-D: square-ish boxes, reads and writes of similar length.
+        let e = box_shape(&[1 << 17, 49152], 4, 128 << 20);
+        assert_eq!(e, vec![8192, 4096]);
+        // A stack of frames: the frame's rows whole on the read side and the frame
+        // count whole on the write side, 40 KiB reads and 240 KiB writes (halving
+        // the frame count instead would double the reads but make 16 KiB writes).
+        let e = box_shape(&[6144, 1024, 1024], 4, 256 << 20);
+        assert_eq!(e, vec![6144, 10, 1024]);
+        assert_eq!(
+            box_shape(&[6144, 1024, 1024], 4, 128 << 20),
+            vec![6144, 5, 1024]
+        );
+        // Small enough: one box, the whole array.
+        assert_eq!(box_shape(&[30, 40, 5], 8, 1 << 20), vec![30, 40, 5]);
+    }
+
+    #[test]
+    fn plans_cover_the_array_once() {
+        let desc = Desc {
+            dtype: DType::F32,
+            dims: vec![5, 7, 9],
+            trailer: Vec::new(),
+        };
+        for (from, to) in [
+            (Grain::ColumnMajor, Grain::ColumnMajor),
+            (Grain::RowMajor, Grain::ColumnMajor),
+            (Grain::ColumnMajor, Grain::Chunks(vec![2, 3, 4])),
+            (Grain::RowMajor, Grain::Chunks(vec![2, 3, 4])),
+            (Grain::Memory, Grain::Chunks(vec![2, 3, 4])),
+            (Grain::Chunks(vec![5, 7, 2]), Grain::Memory),
+            (Grain::Chunks(vec![2, 2, 2]), Grain::ColumnMajor),
+        ] {
+            let pieces = plan(&desc, &from, &to).unwrap();
+            let (mut read, mut written) = (vec![0u8; 5 * 7 * 9], vec![0u8; 5 * 7 * 9]);
+            let mark = |seen: &mut [u8], b: &Block| {
+                for r in crate::selection::runs(&desc.dims, 1, &b.strides(), 0) {
+                    for x in &mut seen[r.from as usize..r.from as usize + r.len] {
+                        *x += 1;
+                    }
+                }
+            };
+            for p in &pieces {
+                mark(&mut read, &p.read);
+                if p.writes.is_empty() {
+                    mark(&mut written, &p.read);
+                }
+                for b in &p.writes {
+                    let inside = (0..3).all(|k| {
+                        b.origin[k] >= p.read.origin[k]
+                            && b.origin[k] + b.shape[k] <= p.read.origin[k] + p.read.shape[k]
+                    });
+                    assert!(inside, "{b:?} outside {:?}", p.read);
+                    mark(&mut written, b);
+                }
+            }
+            assert!(read.iter().all(|&x| x == 1), "read {from:?} -> {to:?}");
+            assert!(
+                written.iter().all(|&x| x == 1),
+                "written {from:?} -> {to:?}"
+            );
+        }
+        let empty = Desc {
+            dims: vec![3, 0],
+            ..desc
+        };
+        assert!(plan(&empty, &Grain::ColumnMajor, &Grain::ColumnMajor)
+            .unwrap()
+            .is_empty());
+    }
+}
