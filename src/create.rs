@@ -1,5 +1,6 @@
 //! Creating a file at its full size, space reserved, ready to be filled in place
-//! (FORMAT.md section 8). No mapping here: `MappedRaMut` maps what this creates.
+//! (FORMAT.md section 8), and [`MappedRaMut::create`], which maps what it creates
+//! (the mapping itself is `MappedRaMut`'s).
 
 use std::fs::File;
 use std::path::Path;
@@ -137,6 +138,38 @@ impl CreateOptions {
         crate::sys::write_all_at(file, &header.encode(), 0).map_err(io_at("write header", path))?;
         crate::sys::write_all_at(file, &self.metadata, data_end)
             .map_err(io_at("write metadata", path))
+    }
+}
+
+impl MappedRaMut {
+    /// Creates `path` with a zeroed array of `dtype` and `dims`, space reserved, and
+    /// maps its data read-write. Refuses an existing path; see
+    /// [`create_with`](Self::create_with) for overwriting and a trailer.
+    ///
+    /// # Safety
+    ///
+    /// As for [`MappedRa::open`](crate::MappedRa::open): while the result lives, no
+    /// other process or handle may truncate the file or write the bytes it maps.
+    pub unsafe fn create(path: impl AsRef<Path>, dtype: DType, dims: &[u64]) -> Result<Self> {
+        // SAFETY: forwarded to the caller (this function's contract).
+        unsafe { Self::create_with(path, dtype, dims, &CreateOptions::new()) }
+    }
+
+    /// [`create`](Self::create) with options: a metadata trailer, overwrite.
+    ///
+    /// # Safety
+    ///
+    /// As for [`create`](Self::create).
+    pub unsafe fn create_with(
+        path: impl AsRef<Path>,
+        dtype: DType,
+        dims: &[u64],
+        options: &CreateOptions,
+    ) -> Result<Self> {
+        let path = path.as_ref();
+        options.create_file(path, dtype, dims)?;
+        // SAFETY: forwarded to the caller (this function's contract).
+        unsafe { Self::open(path) }
     }
 }
 

@@ -9,7 +9,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::dtype::DType;
+use crate::dtype::types::DType;
 
 /// Shorthand for `Result<T, rastore::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

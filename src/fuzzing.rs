@@ -247,7 +247,7 @@ pub fn describe(data: &[u8]) {
         return;
     };
     let peak = peak_during(|| {
-        let text = crate::formats::ndl::describe("fuzz.ra", &h, data);
+        let text = crate::ndl::describe("fuzz.ra", &h, data);
         let docs = yaml_rust2::YamlLoader::load_from_str(&text).expect("describe prints YAML");
         assert_eq!(docs.len(), 1);
     });

@@ -131,7 +131,7 @@ impl Fixed {
                 first[..start.len()].copy_from_slice(start);
                 return Err(ErrorKind::NotRawArray {
                     magic: u64::from_le_bytes(first),
-                    found: crate::formats::sniff::what(bytes),
+                    found: crate::sniff::what(bytes),
                 }
                 .into());
             }
@@ -148,7 +148,7 @@ impl Fixed {
         } else {
             return Err(ErrorKind::NotRawArray {
                 magic,
-                found: crate::formats::sniff::what(bytes),
+                found: crate::sniff::what(bytes),
             }
             .into());
         };

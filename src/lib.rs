@@ -45,7 +45,9 @@ mod append;
 pub mod codec;
 pub mod convert;
 mod create;
+mod descr;
 mod dtype;
+mod edit;
 mod error;
 pub mod fill;
 pub mod formats;
@@ -58,17 +60,20 @@ pub mod info;
 pub mod json;
 mod layout;
 mod mapped;
-mod owned;
+mod ndl;
 pub mod padding;
+mod read;
 mod reader;
 #[cfg(feature = "s3")]
 pub mod remote;
 mod replace;
 pub mod scan;
 mod selection;
+mod sniff;
 mod sys;
 pub mod values;
 mod view;
+mod write;
 mod writeback;
 
 pub use append::{
@@ -77,18 +82,21 @@ pub use append::{
 };
 pub use create::{create_file, CreateOptions};
 pub use dtype::{DType, Element, Kind};
+pub use edit::{replace_metadata, reshape};
 pub use error::{Error, ErrorKind, Result, ViewRefusal};
+pub use formats::npy::MappedNpy;
 pub use header::{header_len, Encoding, Flags, Header, FIXED_LEN, MAGIC};
 pub use layout::{copy_to_fortran, transpose_c_to_f, Progress};
-pub use mapped::{MappedNpy, MappedRa, MappedRaMut};
-pub use owned::{
+pub use mapped::{MappedRa, MappedRaMut};
+pub use read::{
     decode, decoded, read, read_bool, read_bool_from, read_from, read_header_at, read_metadata,
-    read_raw, read_raw_from, replace_metadata, reshape, write, write_to, RawData, WriteOptions,
+    read_raw, read_raw_from, RawData,
 };
 pub use reader::DataReader;
 pub use selection::Stride;
 pub use sys::Advice;
 pub use view::{view_bytes, view_data, view_data_mut};
+pub use write::{write, write_to, WriteOptions};
 pub use writeback::Writeback;
 
 /// The README's Rust examples, compiled as doc tests (they are `no_run`: compiled,

@@ -1,6 +1,8 @@
 //! Memory-mapped files: [`MappedRa`] maps a file read-only, validates the header in
-//! place and hands out zero-copy views. This is the only module that calls memmap2.
-//! Why mapping is `unsafe`: see [`MappedRa`].
+//! place and hands out zero-copy views; [`MappedRaMut`] maps one read-write to fill
+//! it. This is the only module that calls memmap2 (a `.npy` file's
+//! [`MappedNpy`](crate::MappedNpy) is mapped by [`map_whole`] here). Why mapping is
+//! `unsafe`: see [`MappedRa`].
 
 use std::fs::{File, OpenOptions};
 use std::ops::Range;
@@ -10,12 +12,10 @@ use std::sync::Mutex;
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use ndarray::{ArrayD, ArrayView, ArrayViewD, ArrayViewMutD, Dimension};
 
-use crate::create::CreateOptions;
-use crate::dtype::{DType, Element};
+use crate::dtype::Element;
 use crate::error::{io_at, ErrorKind, Result, ResultExt};
-use crate::formats::npy::NpyHeader;
 use crate::header::Header;
-use crate::owned::{read_header_at_start, read_header_live};
+use crate::read::{read_header_at_start, read_header_live};
 use crate::sys::Advice;
 use crate::view::{stored_data, trailer, view_data, view_data_mut};
 use crate::writeback::{Queued, Writeback};
@@ -130,7 +130,7 @@ impl MappedRa {
     /// Decodes the data into an owned array, whatever its byte order or encoding.
     pub fn to_owned<T: Element>(&self) -> Result<ArrayD<T>> {
         let len = self.map.len() as u64;
-        crate::owned::read_typed(&mut self.as_bytes(), Some(len)).at(&self.path)
+        crate::read::read_typed(&mut self.as_bytes(), Some(len)).at(&self.path)
     }
 
     /// Tells the system how the mapping will be used: [`Advice::Sequential`] before a
@@ -198,36 +198,6 @@ pub struct MappedRaMut {
 }
 
 impl MappedRaMut {
-    /// Creates `path` with a zeroed array of `dtype` and `dims`, space reserved, and
-    /// maps its data read-write. Refuses an existing path; see
-    /// [`create_with`](Self::create_with) for overwriting and a trailer.
-    ///
-    /// # Safety
-    ///
-    /// As for [`MappedRa::open`]: while the result lives, no other process or handle
-    /// may truncate the file or write the bytes it maps.
-    pub unsafe fn create(path: impl AsRef<Path>, dtype: DType, dims: &[u64]) -> Result<Self> {
-        // SAFETY: forwarded to the caller (this function's contract).
-        unsafe { Self::create_with(path, dtype, dims, &CreateOptions::new()) }
-    }
-
-    /// [`create`](Self::create) with options: a metadata trailer, overwrite.
-    ///
-    /// # Safety
-    ///
-    /// As for [`create`](Self::create).
-    pub unsafe fn create_with(
-        path: impl AsRef<Path>,
-        dtype: DType,
-        dims: &[u64],
-        options: &CreateOptions,
-    ) -> Result<Self> {
-        let path = path.as_ref();
-        options.create_file(path, dtype, dims)?;
-        // SAFETY: forwarded to the caller (this function's contract).
-        unsafe { Self::open(path) }
-    }
-
     /// Maps the data of an existing valid file read-write.
     ///
     /// # Safety
@@ -420,94 +390,6 @@ impl std::fmt::Debug for MappedRaMut {
     }
 }
 
-/// A NumPy `.npy` file mapped read-only: the same zero-copy views as [`MappedRa`],
-/// in C or Fortran order as the file says.
-pub struct MappedNpy {
-    map: Mmap,
-    header: NpyHeader,
-    data_len: u64,
-    path: PathBuf,
-}
-
-impl MappedNpy {
-    /// Maps `path` and parses its header.
-    ///
-    /// # Safety
-    ///
-    /// As for [`MappedRa::open`]: the file must not be modified or truncated while
-    /// the result or a view borrowed from it lives.
-    pub unsafe fn open(path: impl AsRef<Path>) -> Result<MappedNpy> {
-        let path = path.as_ref();
-        let mut file = File::open(path).map_err(io_at("open", path))?;
-        let len = file.metadata().map_err(io_at("stat", path))?.len();
-        let header = crate::formats::npy::read_header(&mut file).at(path)?;
-        let (_, data_len) = header.data_len().at(path)?;
-        let end = header.data_offset.saturating_add(data_len);
-        if end > len {
-            return Err(crate::Error::from(ErrorKind::TruncatedData {
-                expected: end,
-                actual: len,
-            })
-            .at(path));
-        }
-        // SAFETY: as in `MappedRa::open`: this function's contract.
-        let map = unsafe { map_whole(&file, len) }.map_err(io_at("mmap", path))?;
-        Ok(MappedNpy {
-            map,
-            header,
-            data_len,
-            path: path.to_path_buf(),
-        })
-    }
-
-    /// The parsed header.
-    pub fn header(&self) -> &NpyHeader {
-        &self.header
-    }
-
-    /// The path it was opened from.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The data bytes as stored.
-    pub fn data_bytes(&self) -> &[u8] {
-        let start = self.header.data_offset as usize;
-        &self.map[start..start + self.data_len as usize]
-    }
-
-    /// A zero-copy view: shape == the NPY shape, strides per `fortran_order`. Refused
-    /// for a mismatched type, big-endian data or misalignment.
-    pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
-        let descr = &self.header.descr;
-        let dtype = descr.dtype().at(&self.path)?;
-        let mut h = Header::new(dtype, &self.header.shape).at(&self.path)?;
-        if descr.big_endian() {
-            let size = h.size();
-            h = h.with_storage(crate::header::Flags::BIG_ENDIAN, size);
-        }
-        let v = view_data::<T>(&h, self.data_bytes()).at(&self.path)?;
-        if self.header.fortran_order {
-            return Ok(v);
-        }
-        // Same bytes, C order: view the reversed shape in Fortran order, then reverse.
-        let rev: Vec<u64> = self.header.shape.iter().rev().copied().collect();
-        let hr = h.reshaped(&rev).at(&self.path)?;
-        Ok(view_data::<T>(&hr, self.data_bytes())
-            .at(&self.path)?
-            .reversed_axes())
-    }
-}
-
-impl std::fmt::Debug for MappedNpy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MappedNpy")
-            .field("path", &self.path)
-            .field("header", &self.header)
-            .finish()
-    }
-}
-
 /// Maps the first `len` bytes of `file` read-only. `len` is the length the caller has
 /// just read with fstat; passing it spares memmap2 a second fstat (0.45 µs of an open
 /// that takes 10).
@@ -515,7 +397,7 @@ impl std::fmt::Debug for MappedNpy {
 /// # Safety
 ///
 /// The file must not be modified or truncated while the mapping lives.
-unsafe fn map_whole(file: &File, len: u64) -> std::io::Result<Mmap> {
+pub(crate) unsafe fn map_whole(file: &File, len: u64) -> std::io::Result<Mmap> {
     let len = usize::try_from(len).map_err(|_| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

@@ -11,9 +11,9 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use crate::descr::Descr;
 use crate::dtype::{DType, Kind};
 use crate::error::{ErrorKind, Result};
-use crate::formats::npy::Descr;
 
 /// Most padding runs an element may have: more is refused rather than walked.
 const MAX_RUNS: usize = 1 << 16;
@@ -44,7 +44,7 @@ impl Padding {
         if dtype.kind() != Kind::User || trailer.is_empty() {
             return None;
         }
-        let descr = crate::formats::ndl::numpy_descr(trailer, dtype.elbyte)?;
+        let descr = crate::ndl::numpy_descr(trailer, dtype.elbyte)?;
         Padding::of(&descr).ok().flatten()
     }
 

@@ -9,7 +9,7 @@ use crate::dtype::DType;
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::gather::{self, GatherOptions, Target};
 use crate::header::{Encoding, Header};
-use crate::owned::{open_len, read_header_live, read_plain};
+use crate::read::{open_len, read_header_live, read_plain};
 use crate::selection::{self, Run, Stride};
 
 /// Runs of a selection at most this far apart are read as one: a request costs
@@ -112,7 +112,7 @@ impl DataReader {
             }
             _ => {
                 drop(file);
-                let raw = crate::owned::decoded(path)?;
+                let raw = crate::read::decoded(path)?;
                 (raw.header, raw.metadata, Source::Decoded(raw.data))
             }
         };

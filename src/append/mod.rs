@@ -33,8 +33,8 @@ use crate::dtype::{DType, Element};
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::header::{Encoding, Flags, Header};
 use crate::layout::for_each_fortran_chunk;
-use crate::owned::read_header_at_start;
 use crate::padding::Padding;
+use crate::read::read_header_at_start;
 use crate::replace::{build_file, Placement};
 use crate::sys;
 
@@ -537,8 +537,7 @@ fn close_file(
         Ok(())
     };
     let end = header.data_offset() + header.size();
-    let trailer =
-        crate::formats::ndl::with_shape(trailer, header).unwrap_or_else(|| trailer.to_vec());
+    let trailer = crate::ndl::with_shape(trailer, header).unwrap_or_else(|| trailer.to_vec());
     if !trailer.is_empty() {
         sys::write_all_at(file, &trailer, end).map_err(io_at("write metadata", path))?;
         sync()?;

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::{close_file, open_locked, release, trailer_sidecar};
 use crate::error::{io_at, Error, Result, ResultExt};
 use crate::header::Header;
-use crate::owned::open_len;
+use crate::read::open_len;
 
 /// The state of a file that is open for appending, or was left so by a crash.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub struct Recovery {
 pub fn append_state(path: impl AsRef<Path>) -> Result<Option<AppendState>> {
     let path = path.as_ref();
     let (file, len) = open_len(path)?;
-    let (h, len) = crate::owned::read_header_live(&file, len).at(path)?;
+    let (h, len) = crate::read::read_header_live(&file, len).at(path)?;
     if !h.flags().appending() {
         return Ok(None);
     }

@@ -26,10 +26,12 @@
 //! into the other; [`convert()`] does all three.
 
 mod file;
+mod local;
 mod memory;
 pub mod npy;
 pub mod npz;
 mod open;
+mod options;
 mod plan;
 pub mod png;
 pub mod ra;
@@ -45,7 +47,8 @@ use std::path::Path;
 use crate::dtype::DType;
 use crate::error::Result;
 
-pub use open::{convert, create, is_zarr, open, ConvertOptions, Format};
+pub use open::{convert, create, open};
+pub use options::{is_zarr, ConvertOptions, Format};
 pub use plan::copy;
 pub use select::{select, Pick};
 pub use stack::stack;
@@ -76,12 +79,12 @@ pub struct Desc {
 impl Desc {
     /// The dimension names the trailer gives, when it names every dim.
     pub fn dimension_names(&self) -> Option<Vec<String>> {
-        crate::formats::ndl::dimension_names(&self.trailer, self.dims.len())
+        crate::ndl::dimension_names(&self.trailer, self.dims.len())
     }
 
     /// The attributes of the trailer's NDL ndarray (or of a plain YAML mapping).
     pub fn attributes(&self) -> Option<yaml_rust2::yaml::Hash> {
-        crate::formats::ndl::attributes(&self.trailer)
+        crate::ndl::attributes(&self.trailer)
     }
 
     /// Bytes of the whole array.

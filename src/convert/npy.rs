@@ -9,13 +9,14 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::file::FileSink;
-use super::{Block, ConvertOptions, Desc, Grain, Sink, Source};
+use super::options::ConvertOptions;
+use super::{Block, Desc, Grain, Sink, Source};
 use crate::dtype::{DType, Kind};
 use crate::error::{io_at, ErrorKind, Result, ResultExt};
-use crate::formats::ndl;
 use crate::formats::npy::{self, Descr, NpyHeader};
 use crate::header::Header;
 use crate::layout::transpose_c_to_f;
+use crate::ndl;
 use crate::padding::Padding;
 use crate::reader::{Bools, DataReader};
 

@@ -24,8 +24,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use super::memory::copy_box;
-use super::{Block, Converted, Desc, Grain, Progress, Sink, Source};
+use super::{Block, Converted, Desc, Grain, Sink, Source};
 use crate::error::{ErrorKind, Result};
+use crate::layout::Progress;
 
 /// Threads reading and writing pieces.
 const WORKERS: usize = 3;

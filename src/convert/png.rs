@@ -5,11 +5,12 @@
 use std::path::Path;
 
 use super::memory::{MemorySink, MemorySource};
-use super::{ConvertOptions, Converted, Desc, Sink, Source};
+use super::options::ConvertOptions;
+use super::{Converted, Desc, Sink, Source};
 use crate::error::Result;
 use crate::formats::png;
 use crate::header::Header;
-use crate::owned::atomic_write;
+use crate::write::atomic_write;
 
 /// Opens and decodes the PNG `path`.
 pub fn open(path: &Path) -> Result<Box<dyn Source>> {

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use super::file::FileSink;
 use super::memory::MemorySink;
-use super::{Block, ConvertOptions, Converted, Desc, Grain, Sink, Source};
+use super::options::ConvertOptions;
+use super::{Block, Converted, Desc, Grain, Sink, Source};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::header::{Encoding, Header};

@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::{Block, ConvertOptions, Converted, Desc, Grain, Sink, Source};
+use super::options::ConvertOptions;
+use super::{Block, Converted, Desc, Grain, Sink, Source};
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::Encoding;
@@ -99,7 +100,7 @@ pub fn open_downloaded(url: &str, options: &ConvertOptions) -> Result<Box<dyn So
     let scratch = Scratch::new("download");
     download(url, &scratch.0, options.remote_options())?;
     let shown: PathBuf = url.into();
-    let inner = super::open::open_local(&scratch.0, &std::env::temp_dir(), options)
+    let inner = super::local::open_local(&scratch.0, &std::env::temp_dir(), options)
         .map_err(|e| e.shown_as(&scratch.0, &shown))?;
     Ok(Box::new(Downloaded {
         inner,
@@ -239,7 +240,7 @@ pub fn scratch_then_upload(
     let remote = options.remote_options();
     let scratch = Scratch::new(ext);
     let shown: PathBuf = url.into();
-    let inner = super::open::create_local(&scratch.0, desc, &options.clone().overwrite(true))
+    let inner = super::local::create_local(&scratch.0, desc, &options.clone().overwrite(true))
         .map_err(|e| e.shown_as(&scratch.0, &shown))?;
     Ok(Box::new(ScratchUpload {
         inner,

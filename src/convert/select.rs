@@ -69,10 +69,8 @@ pub fn select(source: Box<dyn Source>, picks: &[Pick]) -> Result<Box<dyn Source>
         .collect();
     let trailer = if from.dtype.kind() == Kind::User {
         let header = crate::Header::new(from.dtype, &dims)?;
-        crate::formats::ndl::numpy_descr(&from.trailer, from.dtype.elbyte)
-            .map_or_else(Vec::new, |d| {
-                crate::formats::ndl::descr_trailer(&header, &d)
-            })
+        crate::ndl::numpy_descr(&from.trailer, from.dtype.elbyte)
+            .map_or_else(Vec::new, |d| crate::ndl::descr_trailer(&header, &d))
     } else {
         Vec::new()
     };

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Block, ConvertOptions, Desc, Grain, Source};
+use super::options::ConvertOptions;
+use super::{Block, Desc, Grain, Source};
 use crate::dtype::Kind;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -23,15 +24,13 @@ pub fn stack(inputs: &[PathBuf], options: &ConvertOptions) -> Result<Box<dyn Sou
     let Some(first) = inputs.first() else {
         return Err(ErrorKind::InvalidArgument("nothing to stack".into()).into());
     };
-    let frame = super::open(first, options)?.desc().clone();
+    let frame = super::open::open(first, options)?.desc().clone();
     let mut dims = frame.dims.clone();
     dims.push(inputs.len() as u64);
     let trailer = if frame.dtype.kind() == Kind::User {
         let header = crate::Header::new(frame.dtype, &dims)?;
-        crate::formats::ndl::numpy_descr(&frame.trailer, frame.dtype.elbyte)
-            .map_or_else(Vec::new, |d| {
-                crate::formats::ndl::descr_trailer(&header, &d)
-            })
+        crate::ndl::numpy_descr(&frame.trailer, frame.dtype.elbyte)
+            .map_or_else(Vec::new, |d| crate::ndl::descr_trailer(&header, &d))
     } else {
         Vec::new()
     };
@@ -69,7 +68,7 @@ impl Source for Stacked {
         let first = block.origin[n];
         for (j, dst) in out.chunks_mut(bytes.max(1)).enumerate() {
             let path = &self.inputs[(first + j as u64) as usize];
-            let source = super::open(path, &self.options)?;
+            let source = super::open::open(path, &self.options)?;
             let d = source.desc();
             if d.dtype != self.frame.dtype || d.dims != self.frame.dims {
                 return Err(Error::from(ErrorKind::InvalidArgument(format!(

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Block, ConvertOptions, Converted, Desc, Grain, Sink, Source};
+use super::options::ConvertOptions;
+use super::{Block, Converted, Desc, Grain, Sink, Source};
 use crate::error::{Error, ErrorKind, Result};
 use crate::formats::zarr::{Location, ZarrInput, ZarrWriter};
 

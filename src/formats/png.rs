@@ -51,7 +51,7 @@ pub struct Image {
 
 /// Decodes the PNG file at `path` into RawArray order.
 pub fn decode_file(path: &Path) -> Result<Image> {
-    let (f, len) = crate::owned::open_len(path)?;
+    let (f, len) = crate::read::open_len(path)?;
     decode(std::io::BufReader::new(f), len).at(path)
 }
 

@@ -1,11 +1,13 @@
-//! The S3 client: URLs, configuration from the environment, retries, the runtime.
+//! The S3 client: URLs, configuration from the environment, retries, the runtime,
+//! and the one ranged GET every read is made of.
 
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
-use object_store::{BackoffConfig, ClientOptions, RetryConfig};
+use object_store::{BackoffConfig, ClientOptions, ObjectStoreExt, RetryConfig};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -244,6 +246,27 @@ pub(crate) fn store(url: &S3Url, options: &RemoteOptions) -> Result<Arc<AmazonS3
         })
         .at(url.to_string())
     })
+}
+
+/// One ranged GET of `range`, refused when the answer has another length (the object
+/// changed between requests).
+pub(super) async fn get_exact(
+    store: &AmazonS3,
+    path: &object_store::path::Path,
+    range: Range<u64>,
+) -> object_store::Result<bytes::Bytes> {
+    let bytes = store.get_range(path, range.clone()).await?;
+    if bytes.len() as u64 != range.end - range.start {
+        return Err(object_store::Error::Generic {
+            store: "S3",
+            source: format!(
+                "asked for bytes {range:?}, got {} bytes (the object changed?)",
+                bytes.len()
+            )
+            .into(),
+        });
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -8,12 +8,11 @@ use ndarray::ArrayD;
 use object_store::aws::AmazonS3;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
-use super::client::{remote_err, runtime, store, RemoteOptions, S3Url};
-use super::select::to_native;
+use super::client::{get_exact, remote_err, runtime, store, RemoteOptions, S3Url};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result, ResultExt};
 use crate::header::{Encoding, Header};
-use crate::owned::RawData;
+use crate::read::RawData;
 use crate::selection::fit;
 
 /// Bytes asked for by the first GET of an open: the header of up to 58 dims, and the
@@ -163,8 +162,8 @@ impl RemoteRa {
 
     /// What `ra info` says of the object (the trailer is fetched only where its
     /// length cannot be told from the header and the object's length).
-    pub fn info(&self) -> crate::info::FileInfo {
-        crate::info::FileInfo::of(&self.url.shown(), self.header.clone(), self.len, || {
+    pub fn info(&self) -> crate::info::file::FileInfo {
+        crate::info::file::FileInfo::of(&self.url.shown(), self.header.clone(), self.len, || {
             self.metadata()
         })
     }
@@ -311,23 +310,11 @@ pub(super) fn ranged_into(
         .map_err(remote_err("get", url))
 }
 
-/// One ranged GET of `range`, refused when the answer has another length (the object
-/// changed between requests).
-pub(super) async fn get_exact(
-    store: &AmazonS3,
-    path: &object_store::path::Path,
-    range: Range<u64>,
-) -> object_store::Result<bytes::Bytes> {
-    let bytes = store.get_range(path, range.clone()).await?;
-    if bytes.len() as u64 != range.end - range.start {
-        return Err(object_store::Error::Generic {
-            store: "S3",
-            source: format!(
-                "asked for bytes {range:?}, got {} bytes (the object changed?)",
-                bytes.len()
-            )
-            .into(),
-        });
+/// `out` in native byte order, when `header`'s data is not.
+pub(super) fn to_native(header: &Header, out: &mut [u8]) {
+    if !header.native_endian() {
+        if let Some(unit) = header.dtype().swap_unit() {
+            crate::codec::swap_bytes(out, unit);
+        }
     }
-    Ok(bytes)
 }

@@ -9,12 +9,10 @@
 
 use futures::{StreamExt, TryStreamExt};
 
-use super::client::{remote_err, runtime};
-use super::read::get_exact;
-use super::RemoteRa;
+use super::client::{get_exact, remote_err, runtime};
+use super::read::{to_native, RemoteRa};
 use crate::error::{Result, ResultExt};
 use crate::gather::plan;
-use crate::header::Header;
 use crate::selection::{self, batch, fit, Stride};
 
 /// Runs closer than this are fetched by one GET, the bytes between them dropped.
@@ -98,14 +96,5 @@ impl RemoteRa {
             })
             .collect();
         self.read_many_into(&sels, out)
-    }
-}
-
-/// `out` in native byte order, when `header`'s data is not.
-pub(super) fn to_native(header: &Header, out: &mut [u8]) {
-    if !header.native_endian() {
-        if let Some(unit) = header.dtype().swap_unit() {
-            crate::codec::swap_bytes(out, unit);
-        }
     }
 }

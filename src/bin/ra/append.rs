@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rastore::{AppendOptions, Appender, DType};
 
-use crate::commands::Dims;
+use crate::dims::Dims;
 use crate::extract::load;
 use crate::{term, Fail, Outcome};
 

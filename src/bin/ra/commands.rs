@@ -8,6 +8,7 @@ use rastore::convert::ConvertOptions;
 use rastore::values::Tolerance;
 use rastore::{DType, WriteOptions};
 
+use crate::dims::Dims;
 use crate::input::{is_npy, Input};
 use crate::{elements, remote, slice, stats, term, Fail, Outcome};
 
@@ -30,31 +31,6 @@ pub struct CreateArgs {
     /// A file whose bytes become the metadata trailer.
     #[arg(long)]
     metadata: Option<PathBuf>,
-}
-
-/// Dims as the command line gives them: comma-separated, first fastest; the empty
-/// string is no dims (a 0-d scalar).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dims(pub Vec<u64>);
-
-impl std::str::FromStr for Dims {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Dims, String> {
-        if s.trim().is_empty() {
-            return Ok(Dims(Vec::new()));
-        }
-        s.split(',')
-            .map(|d| {
-                d.trim().parse::<u64>().map_err(|_| {
-                    format!(
-                        "{d:?} is not a dim (dims are whole numbers, comma-separated; '' for none)"
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()
-            .map(Dims)
-    }
 }
 
 #[derive(clap::Args)]
@@ -332,7 +308,7 @@ pub fn describe(a: &FileArg) -> Outcome {
     let doc = if remote::is_remote(&a.file) {
         remote::describe(&a.file)?
     } else if is_npy(&a.file) {
-        rastore::formats::ndl::describe_npy(&name, &npy_header(&a.file)?)?
+        rastore::formats::npy::describe_npy(&name, &npy_header(&a.file)?)?
     } else {
         let (h, _) = rastore::read_header_at(&a.file)?;
         let trailer = rastore::read_metadata(&a.file)?;

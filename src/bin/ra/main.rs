@@ -6,6 +6,7 @@
 mod append;
 mod commands;
 mod demo;
+mod dims;
 mod elements;
 mod extract;
 mod input;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rastore::remote::{FillToken, RemoteOptions, RemoteRa};
 use rastore::DType;
 
-use crate::commands::Dims;
+use crate::dims::Dims;
 use crate::input::Input;
 use crate::slice::Sel;
 use crate::{term, Fail, Outcome};

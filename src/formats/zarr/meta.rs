@@ -7,9 +7,9 @@ use serde_json::{json, Map, Value};
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::Yaml;
 
+use crate::descr::{Descr, Field};
 use crate::dtype::{DType, Kind};
 use crate::error::{Error, ErrorKind, Result};
-use crate::formats::npy::{Descr, Field};
 
 /// Most fields, and levels of nesting, a structured type may have.
 const MAX_FIELDS: usize = 10_000;
@@ -426,7 +426,7 @@ pub fn attributes_of_trailer(trailer: &[u8]) -> Map<String, Value> {
     if trailer.is_empty() {
         return out;
     }
-    if let Some(attrs) = crate::formats::ndl::attributes(trailer) {
+    if let Some(attrs) = crate::ndl::attributes(trailer) {
         for (k, v) in &attrs {
             if let Some(k) = yaml_key(k) {
                 out.insert(k, json_of_yaml(v));
@@ -527,7 +527,7 @@ pub fn trailer_of_attributes(
             .filter(|(k, _)| k != TRAILER_KEY)
             .collect::<Map<_, _>>()
             == others;
-        let kept_names = crate::formats::ndl::dimension_names(&kept, header.ndims());
+        let kept_names = crate::ndl::dimension_names(&kept, header.ndims());
         if same_attributes && (names.is_none() || kept_names.as_deref() == names) {
             return kept;
         }
@@ -537,15 +537,15 @@ pub fn trailer_of_attributes(
     }
     let attributes = (!others.is_empty()).then(|| yaml_of_json(&Value::Object(others)));
     match names {
-        Some(names) => crate::formats::ndl::labeled_trailer(
+        Some(names) => crate::ndl::labeled_trailer(
             header,
             descr,
             attributes.unwrap_or(Yaml::Hash(Hash::new())),
-            vec![crate::formats::ndl::dimcoords(names)],
+            vec![crate::ndl::dimcoords(names)],
         ),
         None => {
-            let doc = crate::formats::ndl::document(None, header, descr, attributes);
-            crate::formats::ndl::to_text(&doc).into_bytes()
+            let doc = crate::ndl::document(None, header, descr, attributes);
+            crate::ndl::to_text(&doc).into_bytes()
         }
     }
 }
@@ -647,8 +647,7 @@ mod tests {
     #[test]
     fn the_trailer_comes_back_whole_unless_its_attributes_changed() {
         let h = crate::Header::new(DType::F32, &[2]).unwrap();
-        let t = crate::formats::ndl::edit_attributes(&h, b"", &[("units".into(), "m".into())], &[])
-            .unwrap();
+        let t = crate::ndl::edit_attributes(&h, b"", &[("units".into(), "m".into())], &[]).unwrap();
         let mut attrs = attributes_of_trailer(&t);
         assert_eq!(attrs["units"], json!("m"));
         assert_eq!(trailer_of_attributes(&attrs, None, &h, None), t);

@@ -109,7 +109,7 @@ impl ZarrWriter {
         options: &ZarrOptions,
     ) -> Result<ZarrWriter> {
         let shown = output.shown();
-        let descr = crate::formats::ndl::numpy_descr(trailer, dtype.elbyte);
+        let descr = crate::ndl::numpy_descr(trailer, dtype.elbyte);
         let t = meta::zarr_type(dtype, descr.as_ref()).map_err(|e| e.at(&shown))?;
         let dims = dims.to_vec();
         let chunk = match &options.chunks {
@@ -124,7 +124,7 @@ impl ZarrWriter {
             None => frame_chunks(&dims, t.itemsize, CHUNK_BYTES),
         };
         let attributes = meta::attributes_of_trailer(trailer);
-        let names = crate::formats::ndl::dimension_names(trailer, dims.len());
+        let names = crate::ndl::dimension_names(trailer, dims.len());
         let big = cfg!(target_endian = "big");
         let doc = metadata(&dims, &chunk, &t, big, options.codec, attributes, names);
         let (dir, placed) = prepare(output, options.overwrite)?;
@@ -285,7 +285,7 @@ fn prepare(output: &Location, overwrite: bool) -> Result<(Option<PathBuf>, PathB
             Ok((Some(tmp), p.clone()))
         }
         Location::Object { url, .. } => {
-            if !overwrite && super::ZarrInput::open(output).is_ok() {
+            if !overwrite && super::read::ZarrInput::open(output).is_ok() {
                 return Err(Error::from(ErrorKind::Exists).at(url));
             }
             Ok((None, url.into()))

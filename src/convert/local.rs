@@ -1,0 +1,119 @@
+//! Inputs and outputs on this machine: the source of each format opened by its
+//! contents (an `.npz` of one array too), the sink of each created by its name, and
+//! the check, before any data is read, that an output's format can hold the array.
+
+use std::path::Path;
+
+use super::options::{ConvertOptions, Format};
+use super::{Desc, Sink, Source};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Refuses a Zarr array in a build without the `zarr` feature.
+#[cfg(not(feature = "zarr"))]
+fn no_zarr(path: &Path) -> Error {
+    Error::from(ErrorKind::Unsupported(
+        "a Zarr array, in a build without the `zarr` feature".into(),
+    ))
+    .at(path)
+}
+
+#[cfg(feature = "zarr")]
+pub(super) fn open_zarr(path: &Path, options: &ConvertOptions) -> Result<Box<dyn Source>> {
+    Ok(Box::new(super::zarr::ZarrSource::open(
+        &options.zarr_at(path),
+    )?))
+}
+
+#[cfg(not(feature = "zarr"))]
+pub(super) fn open_zarr(path: &Path, _options: &ConvertOptions) -> Result<Box<dyn Source>> {
+    Err(no_zarr(path))
+}
+
+/// Opens the local input `path` by its contents; an archive's deflated member is
+/// inflated into `scratch` (a folder).
+pub(crate) fn open_local(
+    path: &Path,
+    scratch: &Path,
+    options: &ConvertOptions,
+) -> Result<Box<dyn Source>> {
+    Ok(match Format::of(path)? {
+        Format::Ra => Box::new(super::ra::RaSource::open(path)?),
+        Format::Npy => Box::new(super::npy::NpySource::open(path)?),
+        Format::Png => super::png::open(path)?,
+        Format::Zarr => open_zarr(path, options)?,
+        Format::Npz => {
+            let members = super::npz::members(path)?;
+            match members.as_slice() {
+                [(_, m)] => Box::new(super::npz::MemberSource::open(path, m, scratch)?),
+                _ => return Err(several(path, &members, None)),
+            }
+        }
+    })
+}
+
+/// Refuses to take one array from an archive of `members`, saying what to do.
+pub(super) fn several(
+    path: &Path,
+    members: &[(String, crate::formats::npz::Member)],
+    to: Option<&Path>,
+) -> Error {
+    let names: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+    Error::from(ErrorKind::InvalidArgument(format!(
+        "{} holds {} arrays ({}): give a folder as the output, for one NAME.ra each{}",
+        path.display(),
+        members.len(),
+        names.join(", "),
+        if members.len() == 1 {
+            "; or a .ra file"
+        } else {
+            ""
+        }
+    )))
+    .at(to.unwrap_or(path))
+}
+
+#[cfg(feature = "zarr")]
+pub(super) fn create_zarr(
+    path: &Path,
+    desc: Desc,
+    options: &ConvertOptions,
+) -> Result<Box<dyn Sink>> {
+    super::zarr::create(&options.zarr_at(path), desc, options)
+}
+
+#[cfg(not(feature = "zarr"))]
+pub(super) fn create_zarr(
+    path: &Path,
+    _desc: Desc,
+    _options: &ConvertOptions,
+) -> Result<Box<dyn Sink>> {
+    Err(no_zarr(path))
+}
+
+/// Refuses, before any data is read, an array the format `f` cannot hold.
+pub(super) fn check_fits(f: Format, desc: &Desc) -> Result<()> {
+    match f {
+        Format::Png => crate::formats::png::check(desc.dtype, &desc.dims).map(drop),
+        Format::Npy => {
+            let descr = super::npy::descr_of(desc)?;
+            crate::formats::npy::check_numpy_shape(&desc.dims, descr.itemsize()?)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// [`create`](super::create()) for a local `path`, already checked.
+pub(crate) fn create_local(
+    path: &Path,
+    desc: Desc,
+    options: &ConvertOptions,
+) -> Result<Box<dyn Sink>> {
+    let f = Format::of_output(path)?;
+    check_fits(f, &desc).map_err(|e| e.at(path))?;
+    match f {
+        Format::Ra => super::ra::create(path, desc, options),
+        Format::Npy => super::npy::create(path, desc, options),
+        Format::Png => super::png::create(path, desc, options),
+        _ => create_zarr(path, desc, options),
+    }
+}

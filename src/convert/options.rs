@@ -1,0 +1,243 @@
+//! How to convert ([`ConvertOptions`]: compression, replacing, Zarr chunks and codec,
+//! object storage), and which format a path is ([`Format`]: an input by its contents,
+//! an output by its name).
+
+use std::fs::File;
+use std::path::Path;
+
+use crate::error::{io_at, Error, ErrorKind, Result};
+use crate::replace::{check_folder, refuse_existing, Placement};
+use crate::write::WriteOptions;
+
+/// A format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// RawArray, `.ra`.
+    Ra,
+    /// NumPy, `.npy`.
+    Npy,
+    /// PNG, `.png`.
+    Png,
+    /// NumPy's archive of `.npy` members, `.npz` (an input: a folder of `.ra` out).
+    Npz,
+    /// A Zarr array: a folder (or `s3://` prefix) holding `zarr.json` or `.zarray`,
+    /// or named `.zarr`.
+    Zarr,
+}
+
+impl Format {
+    /// The format of the input `path` by its contents (a `.ra` named `ct.dat` is a
+    /// RawArray, a folder holding `zarr.json` is Zarr); by its extension only when its
+    /// first bytes are none of the formats (then that format's reader says what is
+    /// wrong).
+    pub fn of(path: &Path) -> Result<Format> {
+        if path.is_dir() {
+            return if is_zarr(path) {
+                Ok(Format::Zarr)
+            } else {
+                Err(Error::from(ErrorKind::Unsupported(
+                    "a folder that is no Zarr array (no zarr.json or .zarray in it)".into(),
+                ))
+                .at(path))
+            };
+        }
+        let mut head = [0u8; 8];
+        let mut file = File::open(path).map_err(io_at("open", path))?;
+        let n = crate::read::read_full(&mut file, &mut head).map_err(|e| e.at(path))?;
+        if let Some(f) = Self::by_content(&head[..n]) {
+            return Ok(f);
+        }
+        Self::by_extension(path).ok_or_else(|| {
+            Error::from(ErrorKind::NotRawArray {
+                magic: u64::from_le_bytes(head),
+                found: crate::sniff::what(&head[..n]),
+            })
+            .at(path)
+        })
+    }
+
+    /// The format whose magic number `head` starts with.
+    fn by_content(head: &[u8]) -> Option<Format> {
+        let starts = |m: &[u8]| head.starts_with(m);
+        if starts(&crate::MAGIC.to_le_bytes()) || starts(&crate::MAGIC.to_be_bytes()) {
+            Some(Format::Ra)
+        } else if crate::sniff::is_npy(head) {
+            Some(Format::Npy)
+        } else if starts(b"\x89PNG\r\n\x1a\n") {
+            Some(Format::Png)
+        } else if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") {
+            Some(Format::Npz)
+        } else {
+            None
+        }
+    }
+
+    /// The format of an output `path` by its name (an `.npz` is never one).
+    pub fn of_output(path: &Path) -> Result<Format> {
+        match Self::by_extension(path) {
+            Some(Format::Npz) | None => Err(ErrorKind::InvalidArgument(format!(
+                "{}: unknown extension for an output (it is written as .ra, .npy, .png or \
+                 .zarr, by its extension; a file, not standard output)",
+                path.display()
+            ))
+            .into()),
+            Some(f) => Ok(f),
+        }
+    }
+
+    pub(super) fn by_extension(path: &Path) -> Option<Format> {
+        let name = path.to_str()?.trim_end_matches(['/', '\\']);
+        let ext = Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "ra" => Some(Format::Ra),
+            "npy" => Some(Format::Npy),
+            "png" => Some(Format::Png),
+            "npz" => Some(Format::Npz),
+            "zarr" => Some(Format::Zarr),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `path` names a Zarr array: named `.zarr` (a folder, or `s3://…/x.zarr`), or
+/// a folder holding `zarr.json` or `.zarray`.
+pub fn is_zarr(path: &Path) -> bool {
+    Format::by_extension(path) == Some(Format::Zarr)
+        || path.join("zarr.json").is_file()
+        || path.join(".zarray").is_file()
+}
+
+/// How to convert: compression, how an output may replace what exists, the chunks of
+/// a Zarr output, and how to reach object storage.
+#[derive(Debug, Clone, Default)]
+pub struct ConvertOptions {
+    compress: bool,
+    nan_gray: Option<u8>,
+    overwrite: bool,
+    split_links: bool,
+    #[cfg(feature = "zarr")]
+    zarr: crate::formats::zarr::ZarrOptions,
+    #[cfg(feature = "s3")]
+    remote: crate::remote::RemoteOptions,
+}
+
+impl ConvertOptions {
+    /// Defaults: a plain output, and an existing output is refused.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Store a `.ra` output as one LZ4 block (held in memory while compressing), unless
+    /// that would not be smaller: then it is stored plain, and
+    /// [`convert()`](super::convert()) returns
+    /// [`Converted::stored_raw`](super::Converted::stored_raw). A Zarr output without a
+    /// codec named is zstd.
+    pub fn compress(mut self, yes: bool) -> Self {
+        self.compress = yes;
+        self
+    }
+
+    /// The gray level of NaN elements in a PNG output scaled to 8-bit gray; without
+    /// it, NaNs are refused (see [`encode`](crate::formats::png::encode)).
+    pub fn nan_gray(mut self, gray: Option<u8>) -> Self {
+        self.nan_gray = gray;
+        self
+    }
+
+    /// Replace an existing output (a symbolic link is followed, permissions kept).
+    pub fn overwrite(mut self, yes: bool) -> Self {
+        self.overwrite = yes;
+        self
+    }
+
+    /// Replace an output that has other hard links (see
+    /// [`WriteOptions::split_links`]).
+    pub fn split_links(mut self, yes: bool) -> Self {
+        self.split_links = yes;
+        self
+    }
+
+    /// The chunk shape of a Zarr output (default: whole frames of about 16 MiB).
+    #[cfg(feature = "zarr")]
+    pub fn chunks(mut self, chunks: Option<Vec<u64>>) -> Self {
+        self.zarr.chunks = chunks;
+        self
+    }
+
+    /// The codec of a Zarr output (with [`compress`](Self::compress) and none named:
+    /// zstd).
+    #[cfg(feature = "zarr")]
+    pub fn zarr_codec(mut self, codec: crate::formats::zarr::Codec) -> Self {
+        self.zarr.codec = codec;
+        self
+    }
+
+    /// How to reach `s3://` inputs and outputs (`.ra` objects and Zarr arrays alike):
+    /// endpoint, credentials, concurrency.
+    #[cfg(feature = "s3")]
+    pub fn remote(mut self, remote: crate::remote::RemoteOptions) -> Self {
+        self.remote = remote;
+        self
+    }
+
+    /// How `s3://` inputs and outputs are reached.
+    #[cfg(feature = "s3")]
+    pub(crate) fn remote_options(&self) -> &crate::remote::RemoteOptions {
+        &self.remote
+    }
+
+    /// Whether a `.ra` output is to be compressed.
+    pub fn compresses(&self) -> bool {
+        self.compress
+    }
+
+    /// The gray level of NaNs in a scaled PNG, if given.
+    pub fn nan_gray_level(&self) -> Option<u8> {
+        self.nan_gray
+    }
+
+    /// Refuses, before any work is done, a local `output` whose folder does not exist,
+    /// and an existing one unless overwriting.
+    pub fn check_output(&self, output: &Path) -> Result<()> {
+        check_folder(output)?;
+        refuse_existing(output, self.placement())
+    }
+
+    pub(crate) fn placement(&self) -> Placement {
+        Placement {
+            overwrite: self.overwrite,
+            durable: false,
+            split_links: self.split_links,
+        }
+    }
+
+    pub(crate) fn write_options(&self) -> WriteOptions {
+        WriteOptions::new()
+            .compress(self.compress)
+            .overwrite(self.overwrite)
+            .split_links(self.split_links)
+    }
+
+    /// A Zarr output's options: its chunks, its codec (zstd when compressing and none
+    /// is named), replacing as these options say.
+    #[cfg(feature = "zarr")]
+    pub(crate) fn zarr_options(&self) -> crate::formats::zarr::ZarrOptions {
+        use crate::formats::zarr::Codec;
+        let mut z = self.zarr.clone();
+        z.overwrite = self.overwrite;
+        if self.compress && z.codec == Codec::None {
+            z.codec = Codec::Zstd(3);
+        }
+        z
+    }
+
+    /// Where a Zarr array named `path` lives, with these options' object-store
+    /// settings.
+    #[cfg(feature = "zarr")]
+    pub(super) fn zarr_at(&self, path: &Path) -> crate::formats::zarr::Location {
+        let at = crate::formats::zarr::Location::of(path);
+        #[cfg(feature = "s3")]
+        let at = at.with_settings(self.remote.settings.clone());
+        at
+    }
+}
