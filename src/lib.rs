@@ -99,11 +99,16 @@ pub use view::{view_bytes, view_data, view_data_mut};
 pub use write::{write, write_to, WriteOptions};
 pub use writeback::Writeback;
 
-/// The README's Rust examples, compiled as doc tests (they are `no_run`: compiled,
-/// not run, since they name files that are not there).
+/// The README's Rust example, compiled and run as a doc test (it makes its own file).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// docs/RUST.md's examples, compiled as doc tests (`no_run`: compiled, not run, since
+/// they name files that are not there).
+#[cfg(doctest)]
+#[doc = include_str!("../docs/RUST.md")]
+struct RustPageDoctests;
 
 pub use half;
 pub use ndarray;

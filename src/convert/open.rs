@@ -105,6 +105,9 @@ fn create_remote(
 /// one of a single array converts to any output. The logical array is kept (FORMAT.md
 /// section 7): its shape, its values, and the labels and attributes its format can
 /// carry. Nothing is left at `output` when the conversion fails.
+///
+/// A `.ra` input is mapped: no other program may rewrite or truncate an input while it
+/// is converted (rastore's own writers never do; they rename a new file over the old).
 pub fn convert(
     input: &Path,
     output: &Path,

@@ -37,8 +37,8 @@ impl RaSource {
             dims: h.dims().to_vec(),
             trailer: reader.metadata().to_vec(),
         };
-        // SAFETY: conversion inputs are read-only for the duration of the conversion;
-        // the README says `ra convert` must not race a writer of its input.
+        // SAFETY: `convert` and `ra` document that no other program may rewrite or
+        // truncate an input while it is converted; rastore's writers never do.
         let map = unsafe { MappedRa::open(path) }
             .ok()
             .filter(|m| m.header().encoding() == Encoding::Raw && m.header().native_endian());

@@ -68,7 +68,7 @@ pub struct RemoteOptions {
     /// Requests in flight at once.
     pub concurrency: usize,
     /// Bytes per ranged GET when a read is split (16 MiB, with 8 in flight, read a
-    /// 1 GiB object fastest of the sizes and counts measured, see the README).
+    /// 1 GiB object fastest of the sizes and counts measured, see docs/PERFORMANCE.md).
     pub range_bytes: u64,
     /// Bytes per part of an upload (S3 needs at least 5 MiB for every part but the
     /// last) and the least data per part of a distributed fill.

@@ -19,7 +19,7 @@
 //! `AWS_ALLOW_HTTP=true` for a server without TLS. Requests are retried with backoff on
 //! 5xx answers and dropped connections ([`RemoteOptions`]).
 
-mod client;
+pub(crate) mod client;
 mod fill;
 mod read;
 mod select;
@@ -27,7 +27,6 @@ mod upload;
 
 pub use crate::selection::Stride;
 pub use client::{is_remote, RemoteOptions, S3Url};
-pub(crate) use client::{runtime, store as client_store};
 pub use fill::FillToken;
 pub use read::{download, RemoteRa};
 pub use upload::{upload_any, upload_bytes, upload_file};

@@ -375,7 +375,7 @@ fn the_longest_names_work_and_errors_name_the_target() {
 }
 
 // Finding 9 (Linux: the new file is unnamed until complete; elsewhere a killed
-// writer can leave its hidden `.ra-PID-N.tmp`, as the README says).
+// writer can leave its hidden `.ra-PID-N.tmp`, as docs/PLATFORMS.md says).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_killed_convert_leaves_nothing_beside_the_destination() {

@@ -450,11 +450,11 @@ fn the_build_prints_no_warnings() {
 }
 
 /// 15: a palette PNG is expanded to RGB (RGBA with transparency), as Pillow's
-/// `convert`, and the README and FORMAT.md say so.
+/// `convert`, and docs/TOOL.md and FORMAT.md say so.
 #[test]
 fn palette_pngs_expand_as_the_docs_say() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for doc in ["README.md", "docs/FORMAT.md"] {
+    for doc in ["docs/TOOL.md", "docs/FORMAT.md"] {
         let text = std::fs::read_to_string(root.join(doc)).unwrap();
         assert!(
             text.contains("palette") && text.contains("convert('RGB')"),

@@ -76,7 +76,8 @@ pub fn slice(a: &SliceArgs) -> Outcome {
     Ok(())
 }
 
-/// An input of `ra append`: element type, dims and column-major native bytes.
+/// An input of `ra append` or `ra fill put`, any format the engine reads: element type,
+/// dims and column-major native bytes.
 pub fn load(path: &Path) -> rastore::Result<(DType, Vec<u64>, Vec<u8>)> {
     let source = rastore::convert::open(path, &ConvertOptions::new())?;
     let d = source.desc().clone();

@@ -62,7 +62,7 @@ impl Input {
 
     fn open_ra(path: &Path) -> rastore::Result<Input> {
         // SAFETY: `ra` reads files that are not being truncated or rewritten in place
-        // while it runs (the README says so, as for `np.memmap`); rastore's own
+        // while it runs (docs/TOOL.md says so, as for `np.memmap`); rastore's own
         // writers replace files by rename and never truncate them.
         let map = unsafe { MappedRa::open(path) }?;
         let h = map.header();
@@ -217,19 +217,5 @@ impl Input {
             })
             .sum();
         &self.bytes()[linear as usize * w..][..w]
-    }
-
-    /// The data as contiguous column-major bytes (a copy unless it already is).
-    pub fn fortran_bytes(&self) -> Vec<u8> {
-        if self.strides == fortran_strides(&self.dims) {
-            return self.bytes().to_vec();
-        }
-        let w = self.dtype.elbyte as usize;
-        let mut out = Vec::with_capacity(self.bytes().len());
-        let sels = crate::slice::parse("", &self.dims).unwrap_or_default();
-        crate::slice::walk(&sels, &self.dims, u64::MAX, |ix, _| {
-            out.extend_from_slice(&self.element(ix)[..w]);
-        });
-        out
     }
 }

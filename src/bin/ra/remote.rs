@@ -137,21 +137,20 @@ fn put_one(
     options: &RemoteOptions,
 ) -> Result<(u64, String), Fail> {
     let frames = t.frames(part)?;
-    let input = Input::open(slab)?;
+    // Any format the engine reads, as column-major native bytes.
+    let (dtype, dims, data) = crate::extract::load(slab)?;
     let mut want = t.dims.clone();
     if let Some(last) = want.last_mut() {
         *last = frames.end - frames.start;
     }
-    if input.dtype != t.dtype || input.dims != want {
+    if dtype != t.dtype || dims != want {
         return Err(Fail::Data(format!(
-            "{}: {} {:?}, but part {part} is {} {want:?} (frames {frames:?})",
+            "{}: {dtype} {dims:?}, but part {part} is {} {want:?} (frames {frames:?})",
             term::path(slab),
-            input.dtype,
-            input.dims,
             t.dtype
         )));
     }
-    let etag = t.put_part(part, input.fortran_bytes(), options)?;
+    let etag = t.put_part(part, data, options)?;
     Ok((part, etag))
 }
 

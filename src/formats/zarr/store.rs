@@ -114,10 +114,10 @@ fn object(url: &str, settings: &[(String, String)]) -> Result<Store> {
     }
     let s3 = crate::remote::S3Url::parse(&format!("s3://{bucket}/{prefix}"))?;
     let options = crate::remote::RemoteOptions::with_settings(settings.to_vec());
-    let client = crate::remote::client_store(&s3, &options)?;
+    let client = crate::remote::client::store(&s3, &options)?;
     let adapter = AsyncToSyncStorageAdapter::new(
         Arc::new(zarrs_object_store::AsyncObjectStore::new(client)),
-        BlockOn(crate::remote::runtime()?),
+        BlockOn(crate::remote::client::runtime()?),
     );
     Ok(Store {
         storage: Arc::new(adapter),
