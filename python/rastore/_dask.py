@@ -25,7 +25,7 @@ from dask.callbacks import Callback
 from dask.delayed import Delayed
 from dask.utils import parse_bytes
 
-from . import (MappedFile, _fortran_bytes, _is_remote, _native, _raw_type, _rastore,
+from . import (_fortran_bytes, _is_remote, _native, _raw_type, _rastore,
                _settings)
 from ._array import Array
 
@@ -61,58 +61,29 @@ def to_dask(path, chunks=None, *, storage_options=None, name=None):
 
 
 class _Region:
-    """The target of ``da.store``: ``target[region] = block`` stores a block into the
-    file. A block of whole frames (every inner axis whole) is one contiguous run of
-    the file: it is written with one positioned write, through the page cache, and
-    the file is closed (which, on a shared file system, sends it to the server). Any
-    other block is stored through a read-write mapping of the frames it spans, synced
-    (``msync``) before it is unmapped. Pickles as its path."""
+    """The target of ``da.store``: ``target[region] = block`` writes the block into the
+    file through the engine's file sink (``rastore::convert::write_box``): one
+    positioned write per contiguous run, through the page cache, the padding of
+    structured types zeroed, the file closed after (which, on a shared file system,
+    sends it to the server). Pickles as its path."""
 
     def __init__(self, path, shape, dtype):
         self.path, self.shape, self.dtype = path, tuple(shape), np.dtype(dtype)
         self.ndim = len(self.shape)
-        self.offset = 48 + 8 * self.ndim
-
-    def _frames(self, key):
-        """``(start, stop)`` when ``key`` selects whole frames ``start:stop``."""
-        if self.ndim == 0 or len(key) != self.ndim or self.dtype.fields is not None:
-            return None
-        *inner, last = key
-        for k, n in zip(inner, self.shape):
-            if not isinstance(k, slice) or k.indices(n) != (0, n, 1):
-                return None
-        if not isinstance(last, slice) or last.step not in (None, 1):
-            return None
-        start, stop, _ = last.indices(self.shape[-1])
-        return start, stop
 
     def __setitem__(self, key, value):
         key = tuple(key) if isinstance(key, tuple) else (key,)
-        frames = self._frames(key)
-        if frames is not None:
-            start, stop = frames
-            if stop <= start:
-                return
-            frame = self.dtype.itemsize * int(np.prod(self.shape[:-1], dtype=np.int64))
-            data = _fortran_bytes(np.asarray(value, dtype=self.dtype))
-            with open(self.path, "r+b") as f:
-                f.seek(self.offset + start * frame)
-                f.write(data)
+        origin, extent = [], []
+        for k, n in zip(key, self.shape):
+            start, stop, step = k.indices(n)
+            if step != 1:
+                raise ValueError(f"a store region with step {step}: Dask stores unit steps")
+            origin.append(start)
+            extent.append(max(stop - start, 0))
+        if 0 in extent:
             return
-        last = key[-1] if len(key) == self.ndim and self.ndim else None
-        if isinstance(last, slice) and last.step in (None, 1):
-            start, stop, _ = last.indices(self.shape[-1])
-            if stop <= start:
-                return
-            m = MappedFile(self.path, "r+", (start, stop))
-            key = key[:-1] + (slice(0, stop - start),)
-        else:
-            m = MappedFile(self.path, "r+")
-        a = m.array
-        a[key] = value
-        del a
-        m.flush()
-        m.close()
+        block = np.asarray(value, dtype=self.dtype).reshape(extent)
+        _rastore.write_box(os.fspath(self.path), origin, extent, _fortran_bytes(block))
 
 
 class _Write(Delayed):

@@ -24,6 +24,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(type_name, m)?)?;
     m.add_function(wrap_pyfunction!(descr_of, m)?)?;
     m.add_function(wrap_pyfunction!(descr_trailer, m)?)?;
+    m.add_function(wrap_pyfunction!(write_box, m)?)?;
     Ok(())
 }
 
@@ -86,6 +87,22 @@ fn write(
             .write_bytes(&path, &header, bytes)
     })
     .map_err(to_py)
+}
+
+/// Writes `data`, the column-major bytes of the box at `origin` of extents `shape`,
+/// into a file made by `create_file`, through the engine's file sink (Dask's stores).
+#[pyfunction]
+fn write_box(
+    py: Python<'_>,
+    path: PathBuf,
+    origin: Vec<u64>,
+    shape: Vec<u64>,
+    data: PyReadonlyArray1<'_, u8>,
+) -> PyResult<()> {
+    let bytes = bytes_of(&data)?;
+    let block = rastore::convert::Block { origin, shape };
+    py.detach(|| rastore::convert::write_box(&path, &block, bytes))
+        .map_err(to_py)
 }
 
 /// Creates a zeroed file at full size, space reserved, for a writeable mapping.

@@ -4,6 +4,7 @@
 //! half the memory is written behind as its boxes land ([`Writeback`]), the one
 //! write-behind of every conversion.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -69,29 +70,14 @@ impl Sink for FileSink {
     }
 
     fn write_box(&self, block: &Block, data: &[u8]) -> Result<()> {
-        let (dims, elbyte) = (&self.desc.dims, self.desc.dtype.elbyte);
-        let file = self.new.file();
-        let mut first = u64::MAX;
-        let mut last = 0u64;
-        let mut zeroed = Vec::new();
-        for r in selection::runs(dims, elbyte, &block.strides(), 0) {
-            let mut bytes = &data[r.to..r.to + r.len];
-            if let Some(pad) = &self.padding {
-                zeroed.clear();
-                zeroed.extend_from_slice(bytes);
-                pad.zero(&mut zeroed, r.from);
-                bytes = &zeroed;
-            }
-            crate::sys::write_all_at(file, bytes, self.data_offset + r.from)
-                .map_err(io_at("write", &self.shown))?;
-            first = first.min(r.from);
-            last = last.max(r.from + r.len as u64);
-        }
-        if first < last {
-            Writeback::new(file, self.data_offset, self.desc.nbytes(), &self.queued)
-                .finished(first as usize..last as usize);
-        }
-        Ok(())
+        let at = Placed {
+            file: self.new.file(),
+            shown: &self.shown,
+            data_offset: self.data_offset,
+            desc: &self.desc,
+            padding: self.padding.as_ref(),
+        };
+        at.write_box(block, data, &self.queued)
     }
 
     fn commit(self: Box<Self>) -> Result<Converted> {
@@ -102,4 +88,97 @@ impl Sink for FileSink {
     fn shown(&self) -> &Path {
         &self.shown
     }
+}
+
+/// Where boxes go: the data of an array `desc` at `data_offset` of `file`.
+struct Placed<'a> {
+    file: &'a File,
+    shown: &'a Path,
+    data_offset: u64,
+    desc: &'a Desc,
+    padding: Option<&'a Padding>,
+}
+
+impl Placed<'_> {
+    /// Writes `data`, the native column-major bytes of `block`, one positioned write per
+    /// run, padding zeroed; then queues what it wrote for write-back.
+    fn write_box(&self, block: &Block, data: &[u8], queued: &Mutex<Queued>) -> Result<()> {
+        let (dims, elbyte) = (&self.desc.dims, self.desc.dtype.elbyte);
+        selection::fit(data, block.count() * elbyte).map_err(|e| e.at(self.shown))?;
+        let mut first = u64::MAX;
+        let mut last = 0u64;
+        let mut zeroed = Vec::new();
+        for r in selection::runs(dims, elbyte, &block.strides(), 0) {
+            let mut bytes = &data[r.to..r.to + r.len];
+            if let Some(pad) = self.padding {
+                zeroed.clear();
+                zeroed.extend_from_slice(bytes);
+                pad.zero(&mut zeroed, r.from);
+                bytes = &zeroed;
+            }
+            crate::sys::write_all_at(self.file, bytes, self.data_offset + r.from)
+                .map_err(io_at("write", self.shown))?;
+            first = first.min(r.from);
+            last = last.max(r.from + r.len as u64);
+        }
+        if first < last {
+            Writeback::new(self.file, self.data_offset, self.desc.nbytes(), queued)
+                .finished(first as usize..last as usize);
+        }
+        Ok(())
+    }
+}
+
+/// Writes `data`, the native column-major bytes of `block`, into the `.ra` file `path`
+/// made to be filled in place ([`create_file`](crate::create_file), `ra create`,
+/// `rastore.create`): how worker processes, each with boxes of its own, fill one file
+/// through the engine (Dask's writes do). One positioned write per run, from any
+/// process, in any order; the padding of structured elements zeroed. The box must lie
+/// within the dims; the file must hold plain native-order data.
+pub fn write_box(path: &Path, block: &Block, data: &[u8]) -> Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(io_at("open", path))?;
+    let len = file.metadata().map_err(io_at("stat", path))?.len();
+    let h = crate::read::read_header_at_start(&file, len).map_err(|e| e.at(path))?;
+    if h.encoding() != crate::header::Encoding::Raw || !h.native_endian() {
+        return Err(Error::from(ErrorKind::Unsupported(
+            "boxes are written into plain native-order data (a file made by create_file)".into(),
+        ))
+        .at(path));
+    }
+    let start = h.trailer_start(len);
+    let mut trailer = vec![0u8; (len - start).min(crate::ndl::MAX_TRAILER_YAML as u64) as usize];
+    crate::sys::read_exact_at(&file, &mut trailer, start).map_err(io_at("read metadata", path))?;
+    let desc = Desc {
+        dtype: h.dtype(),
+        dims: h.dims().to_vec(),
+        trailer,
+    };
+    let bad = block.origin.len() != desc.dims.len()
+        || block.shape.len() != desc.dims.len()
+        || block
+            .origin
+            .iter()
+            .zip(&block.shape)
+            .zip(&desc.dims)
+            .any(|((o, n), d)| o.checked_add(*n).is_none_or(|end| end > *d));
+    if bad {
+        return Err(Error::from(ErrorKind::InvalidArgument(format!(
+            "a box at {:?} of {:?} in an array of {:?}",
+            block.origin, block.shape, desc.dims
+        )))
+        .at(path));
+    }
+    let padding = Padding::of_trailer(&desc.trailer, desc.dtype);
+    let at = Placed {
+        file: &file,
+        shown: path,
+        data_offset: h.data_offset(),
+        desc: &desc,
+        padding: padding.as_ref(),
+    };
+    at.write_box(block, data, &Mutex::new(Queued::new()))
 }

@@ -47,6 +47,7 @@ use std::path::Path;
 use crate::dtype::DType;
 use crate::error::Result;
 
+pub use file::write_box;
 pub use open::{convert, create, open};
 pub use options::{is_zarr, ConvertOptions, Format};
 pub use plan::copy;

@@ -314,6 +314,63 @@ fn every_format_goes_to_and_from_object_storage() {
     }
 }
 
+/// Boxes written into a file made for filling, from several threads in any order (as
+/// Dask's workers write), make the array; boxes outside it and encoded files are
+/// refused.
+#[test]
+fn boxes_written_into_a_created_file_make_the_array() {
+    let d = tmp();
+    let path = d.path().join("f.ra");
+    rastore::create_file(&path, DType::U16, &[9, 7, 5]).unwrap();
+    let want = ArrayD::from_shape_fn(IxDyn(&[9, 7, 5]).f(), |i| {
+        (i[0] + 10 * i[1] + 100 * i[2]) as u16
+    });
+    let boxes: Vec<Block> = (0..5u64)
+        .rev()
+        .flat_map(|k| {
+            [(0u64, 4u64), (4, 5)].map(|(o, n)| Block {
+                origin: vec![o, 0, k],
+                shape: vec![n, 7, 1],
+            })
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for b in &boxes {
+            let (path, want) = (&path, &want);
+            s.spawn(move || {
+                let mut view = want.view();
+                for (k, (&o, &n)) in b.origin.iter().zip(&b.shape).enumerate() {
+                    view.slice_axis_inplace(
+                        ndarray::Axis(k),
+                        Slice::from(o as usize..(o + n) as usize),
+                    );
+                }
+                let bytes: Vec<u8> = view.t().iter().flat_map(|v| v.to_ne_bytes()).collect();
+                convert::write_box(path, b, &bytes).unwrap();
+            });
+        }
+    });
+    assert_eq!(rastore::read::<u16>(&path).unwrap(), want);
+    let outside = Block {
+        origin: vec![5, 0, 0],
+        shape: vec![5, 7, 1],
+    };
+    let e = convert::write_box(&path, &outside, &[0; 70]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("a box at [5, 0, 0] of [5, 7, 1] in an array of [9, 7, 5]"),
+        "{e}"
+    );
+    let lz4 = d.path().join("c.ra");
+    let zeros = ArrayD::<u16>::zeros(IxDyn(&[64, 64, 8]));
+    rastore::WriteOptions::new()
+        .compress(true)
+        .write(&lz4, &zeros)
+        .unwrap();
+    let e = convert::write_box(&lz4, &boxes[0], &[0; 56]).unwrap_err();
+    assert!(e.to_string().contains("plain native-order data"), "{e}");
+}
+
 /// An array's file in each format the property test reads boxes from.
 fn write_all_formats(dir: &Path, a: &ArrayD<u16>, chunk: &[u64]) -> Vec<PathBuf> {
     let dims: Vec<u64> = a.shape().iter().map(|&n| n as u64).collect();
