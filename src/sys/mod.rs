@@ -168,7 +168,9 @@ const SLOT_BYTES: usize = 64 << 20;
 
 /// Buffers for the reads of a stream that have no target or read around the cache:
 /// `count` of `size` bytes, each aligned for direct reads, made when first needed (a
-/// stream of cached reads into targets needs none).
+/// stream of cached reads into targets needs none). Only io_uring (Linux) reads into
+/// them; the threads engine uses their size alone.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct Slots {
     arena: Vec<u8>,
     base: usize,
@@ -201,6 +203,7 @@ impl Slots {
         }
     }
 
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn get(&mut self, slot: usize) -> &mut [u8] {
         if self.arena.is_empty() {
             self.arena = vec![0u8; self.count * self.size + DIRECT_ALIGN];
