@@ -88,6 +88,24 @@ impl Desc {
         crate::ndl::attributes(&self.trailer)
     }
 
+    /// The same elements in an array of `dims` (a selection, a stack): a structured
+    /// type keeps its fields in a new trailer; labels and attributes, which name the
+    /// old axes, are not carried over.
+    pub fn reshaped(&self, dims: Vec<u64>) -> Result<Desc> {
+        let trailer = if self.dtype.kind() == crate::Kind::User {
+            let header = crate::Header::new(self.dtype, &dims)?;
+            crate::ndl::numpy_descr(&self.trailer, self.dtype.elbyte)
+                .map_or_else(Vec::new, |d| crate::ndl::descr_trailer(&header, &d))
+        } else {
+            Vec::new()
+        };
+        Ok(Desc {
+            dtype: self.dtype,
+            dims,
+            trailer,
+        })
+    }
+
     /// Bytes of the whole array.
     pub fn nbytes(&self) -> u64 {
         self.dims

@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use super::{Block, Desc, Grain, Source};
-use crate::dtype::Kind;
 use crate::error::{Error, ErrorKind, Result};
 use crate::selection::Stride;
 
@@ -67,18 +66,7 @@ pub fn select(source: Box<dyn Source>, picks: &[Pick]) -> Result<Box<dyn Source>
             Pick::Index(_) => None,
         })
         .collect();
-    let trailer = if from.dtype.kind() == Kind::User {
-        let header = crate::Header::new(from.dtype, &dims)?;
-        crate::ndl::numpy_descr(&from.trailer, from.dtype.elbyte)
-            .map_or_else(Vec::new, |d| crate::ndl::descr_trailer(&header, &d))
-    } else {
-        Vec::new()
-    };
-    let desc = Desc {
-        dtype: from.dtype,
-        dims,
-        trailer,
-    };
+    let desc = from.reshaped(dims)?;
     Ok(Box::new(Selected {
         source,
         picks: picks.to_vec(),

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use super::options::ConvertOptions;
 use super::{Block, Desc, Grain, Source};
-use crate::dtype::Kind;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The inputs, and what each must be.
@@ -27,18 +26,7 @@ pub fn stack(inputs: &[PathBuf], options: &ConvertOptions) -> Result<Box<dyn Sou
     let frame = super::open::open(first, options)?.desc().clone();
     let mut dims = frame.dims.clone();
     dims.push(inputs.len() as u64);
-    let trailer = if frame.dtype.kind() == Kind::User {
-        let header = crate::Header::new(frame.dtype, &dims)?;
-        crate::ndl::numpy_descr(&frame.trailer, frame.dtype.elbyte)
-            .map_or_else(Vec::new, |d| crate::ndl::descr_trailer(&header, &d))
-    } else {
-        Vec::new()
-    };
-    let desc = Desc {
-        dtype: frame.dtype,
-        dims,
-        trailer,
-    };
+    let desc = frame.reshaped(dims)?;
     Ok(Box::new(Stacked {
         inputs: inputs.to_vec(),
         options: options.clone(),

@@ -8,6 +8,7 @@ use rastore::convert::ConvertOptions;
 use rastore::values::Tolerance;
 use rastore::{DType, WriteOptions};
 
+use crate::bar::progress_bar;
 use crate::dims::Dims;
 use crate::input::{is_npy, Input};
 use crate::{elements, remote, slice, stats, term, Fail, Outcome};
@@ -620,23 +621,6 @@ fn infer_dims(dims: &[i128], count: u64) -> Result<Vec<u64>, String> {
     let mut out = known;
     out.insert(at, count / product);
     Ok(out)
-}
-
-/// Inputs larger than this get a progress bar on a terminal.
-const PROGRESS_BYTES: u64 = 64 << 20;
-
-/// A progress bar over `total` bytes, on a terminal and for large jobs only.
-pub fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
-    (total > PROGRESS_BYTES && io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new(total);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    })
 }
 
 pub fn convert(a: &ConvertArgs) -> Outcome {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rastore::convert::{Block, ConvertOptions, Pick, Sink, Source};
 use rastore::DType;
 
-use crate::commands::progress_bar;
+use crate::bar::progress_bar;
 use crate::slice::{self, Sel};
 use crate::{term, Fail, Outcome};
 

@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 bad data or a difference, 2 usage error.
 
 mod append;
+mod bar;
 mod commands;
 mod demo;
 mod dims;
