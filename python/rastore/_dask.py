@@ -14,6 +14,7 @@ the upload aborted (see ``_Write`` for who notices which failure).
 
 import json
 import os
+import sys
 import uuid
 import weakref
 
@@ -97,8 +98,11 @@ class _Write(Delayed):
       first task begins it, and the callback aborts it (or has it abort itself, if it
       lands after the failure: threads and sync);
     - under ``distributed``, the first task creates the file (begins the upload), and
-      a store that fails removes it (aborts); a block that fails upstream of the
-      stores leaves it to ``cleanup()``.
+      a store that fails removes it (aborts). ``compute()`` (and so ``rastore.write``)
+      holds the first task too: when the run fails, it waits for that task to end
+      (a worker may still be creating the file after another block failed), then
+      removes what it made. ``dask.compute(w)`` cannot wait so; after a block that
+      failed upstream of the stores, call ``cleanup()``.
     """
 
     __slots__ = ("_cleanup", "_first", "_last", "_prepare")
@@ -110,10 +114,29 @@ class _Write(Delayed):
         _Janitor.watch(self)
 
     def compute(self, **kwargs):
+        client = _distributed_client(self, kwargs)
+        if client is not None:
+            return self._compute_on(client, kwargs)
         try:
             return super().compute(**kwargs)
         except BaseException:
             self._cleanup(None)
+            raise
+
+    def _compute_on(self, client, kwargs):
+        """Runs the write on a ``distributed`` client, holding its first task's future
+        so that a failed run cleans up only once that task has ended."""
+        from distributed import wait
+
+        kwargs = {k: v for k, v in kwargs.items() if k != "scheduler"}
+        layer = next(n for n, tasks in self.dask.layers.items() if self._first in tasks)
+        first = Delayed(self._first, self.dask, layer=layer)
+        done, first = client.compute([self, first], **kwargs)
+        try:
+            return done.result()
+        except BaseException:
+            wait(first)
+            self._cleanup(first.result() if first.status == "finished" else None)
             raise
 
     def cleanup(self):
@@ -151,6 +174,18 @@ class _Janitor(Callback):
                 continue
             if errored:
                 write._cleanup(state["cache"].get(first))
+
+
+def _distributed_client(collection, kwargs):
+    """The ``distributed`` client that would run ``collection.compute(**kwargs)``, or
+    None when a local scheduler would."""
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import Client
+
+    get = dask.base.get_scheduler(scheduler=kwargs.get("scheduler"), collections=[collection])
+    client = getattr(get, "__self__", None)
+    return client if isinstance(client, Client) else None
 
 
 def _hidden(path):

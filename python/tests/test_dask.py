@@ -153,6 +153,33 @@ def test_a_failing_block_leaves_no_file(tmp_path, client):
     assert os.listdir(tmp_path) == []
 
 
+def test_a_create_that_lands_after_the_failure_is_removed(tmp_path, monkeypatch):
+    # The race CI met: block 2 fails while a worker is still creating the hidden file.
+    # Workers in this process, so that the slowed create is the one they run.
+    import distributed
+
+    from rastore import _dask
+
+    create = _dask._rastore.create_file
+    failed, created = threading.Event(), threading.Event()
+
+    def slow_create(*args):
+        failed.wait(timeout=2)  # until the client has seen block 2 fail (or 2 s)
+        create(*args)
+        created.set()
+
+    monkeypatch.setattr(_dask._rastore, "create_file", slow_create)
+    x = da.ones((8, 8, 10), chunks=(8, 8, 2), dtype="f4").map_blocks(_fails_on_block_two, dtype="f4")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        with pytest.raises(ValueError, match="block 2 is bad"):
+            rastore.write(tmp_path / "f.ra", x)
+        failed.set()
+        assert created.wait(timeout=10)
+        assert os.listdir(tmp_path) == []
+
+
 def test_a_dask_write_names_its_file_as_every_writer(tmp_path, client):
     x = da.arange(24, chunks=5, dtype="i4")
     rastore.write(tmp_path / "a.ra", np.zeros(3, "i4"))
