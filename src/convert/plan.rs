@@ -180,7 +180,8 @@ fn grid(dims: &[u64], shape: &[u64]) -> Result<Vec<Block>> {
         .collect())
 }
 
-/// Reads and writes `pieces` on [`WORKERS`] threads, reporting progress here.
+/// Reads and writes `pieces` on [`WORKERS`] threads (one piece on this one),
+/// reporting progress here.
 fn run(
     source: &dyn Source,
     sink: &dyn Sink,
@@ -191,6 +192,14 @@ fn run(
     let total = desc.nbytes();
     let w = desc.dtype.elbyte;
     let lent = source.lend();
+    if pieces.len() <= 1 {
+        // One piece (every small array): no thread to start, here where it is asked.
+        for p in pieces {
+            copy_piece(source, sink, desc, lent, p, (&mut Vec::new(), &mut Vec::new()))?;
+        }
+        progress(total, total);
+        return Ok(());
+    }
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<Result<u64>>();
@@ -217,9 +226,6 @@ fn run(
         }
         drop(tx);
         let mut done = 0u64;
-        if pieces.is_empty() {
-            progress(0, total);
-        }
         for got in rx {
             match got {
                 Ok(n) => {
