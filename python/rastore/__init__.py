@@ -35,8 +35,10 @@ __all__ = [
     "open",
     "open_slab",
     "read",
+    "references",
     "to_dask",
     "write",
+    "ZarrStore",
 ]
 
 # storage_options keys as fsspec/s3fs users write them -> object_store's names.
@@ -381,6 +383,32 @@ def to_dask(path, chunks=None, *, storage_options=None, name=None):
     from . import _dask
 
     return _dask.to_dask(path, chunks, storage_options=storage_options, name=name)
+
+
+def references(path, chunks=None, *, url=None, storage_options=None):
+    """kerchunk v1 references to a ``.ra`` file or ``s3://`` object read in place: a
+    Zarr v2 group holding the array under the file's name, each chunk (whole frames
+    along the last axis, one contiguous byte range) ``[url, offset, length]``. fsspec's
+    ``ReferenceFileSystem`` reads them, and so does
+    ``xr.open_dataset("reference://", engine="zarr", backend_kwargs={"storage_options":
+    {"fo": refs}, "consolidated": False})``. ``chunks``: frames per chunk (or a shape of
+    whole frames); by default the largest count that divides the frames within about
+    16 MiB, so that no chunk is short; a short last chunk is inline (base64), never a
+    range past the data. ``url``: where readers will find the file (default: the
+    absolute path, or the ``s3://`` URL). Compressed, BitArray and appending files are
+    refused, saying why."""
+    chunks = None if chunks is None else [int(c) for c in np.atleast_1d(chunks)]
+    text = _rastore.references_json(_location(path), _settings(storage_options), chunks, url)
+    return json.loads(text)
+
+
+def __getattr__(name):
+    # zarr-python is an optional extra: imported when the store is first asked for.
+    if name == "ZarrStore":
+        from ._zarr_store import ZarrStore
+
+        return ZarrStore
+    raise AttributeError(f"module 'rastore' has no attribute {name!r}")
 
 
 class Appender(_rastore.AppenderCore):

@@ -11,6 +11,7 @@
 //! | objects in S3-protocol storage (feature `s3`) | `remote.rs` |
 //! | NDL trailers to and from Python values (xarray's labels) | `ndl.rs` |
 //! | gathers: a batch of selections in one call (`take`, integer-array indexing) | `reader.rs` |
+//! | `.ra` read as Zarr in place: the store's layout, kerchunk references (feature `zarr`) | `refs.rs` |
 
 mod append;
 mod errors;
@@ -18,6 +19,8 @@ mod io;
 mod mapped;
 mod ndl;
 mod reader;
+#[cfg(feature = "zarr")]
+mod refs;
 #[cfg(feature = "s3")]
 mod remote;
 
@@ -33,5 +36,7 @@ fn _rastore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ndl::register(m)?;
     #[cfg(feature = "s3")]
     remote::register(m)?;
+    #[cfg(feature = "zarr")]
+    refs::register(m)?;
     Ok(())
 }

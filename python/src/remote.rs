@@ -54,6 +54,20 @@ impl RemoteFileCore {
         })
     }
 
+    /// Bytes `start..stop` of the object as they are stored (one or more concurrent
+    /// ranged GETs): a chunk of a Zarr view in place.
+    fn read_range<'py>(
+        &self,
+        py: Python<'py>,
+        start: u64,
+        stop: u64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py
+            .detach(|| self.ra.read_bytes(start..stop.max(start)))
+            .map_err(to_py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
     /// The dims, first fastest.
     #[getter]
     fn dims(&self) -> Vec<u64> {

@@ -131,3 +131,50 @@ def client(cluster):
 
     with distributed.Client(cluster) as c:
         yield c
+
+
+# --- Files in every stored form --------------------------------------------------------
+
+
+@pytest.fixture
+def encodings(tmp_path):
+    """The same (5, 4, 3) float32 array in every stored form rastore reads:
+    big-endian (little-endian header, and big-endian header) and LZ4, in ``tmp_path``
+    under the names returned (``bit_array`` writes a BitArray)."""
+    import numpy as np
+
+    import rastore
+
+    a = np.arange(60, dtype="<f4").reshape(5, 4, 3)
+    plain = tmp_path / "plain.ra"
+    rastore.write(plain, a)
+    raw = plain.read_bytes()
+    dims = raw[48:48 + 24]
+    data = np.asfortranarray(a).tobytes(order="F")
+    be_data = np.asfortranarray(a).astype(">f4").tobytes(order="F")
+
+    def header(big_header, flags, size):
+        words = [0x7961727261776172, flags, 3, 4, size, 3]
+        order = ">" if big_header else "<"
+        return np.array(words, dtype=f"{order}u8").tobytes() + np.frombuffer(dims, "<u8").astype(f"{order}u8").tobytes()
+
+    files = {
+        "big_data": header(False, 1, len(data)) + be_data,
+        "big_header": header(True, 1, len(data)) + be_data,
+    }
+    for name, body in files.items():
+        (tmp_path / f"{name}.ra").write_bytes(body)
+    rastore.write(tmp_path / "lz4.ra", a, compress=True)
+    return a, ["big_data", "big_header", "lz4"]
+
+
+def bit_array(path):
+    """Writes a Julia BitArray (flag bit 2) of (9, 10) Bools at ``path``; returns them."""
+    import numpy as np
+
+    bits = np.array([True, False, True, True, False, False, True, False, True] * 10).reshape(9, 10)
+    words = np.packbits(bits.flatten(order="F"), bitorder="little")
+    words = np.concatenate([words, np.zeros(-len(words) % 8, np.uint8)])
+    head = np.array([0x7961727261776172, 4, 5, 8, len(words), 2, 9, 10], "<u8").tobytes()
+    path.write_bytes(head + words.tobytes())
+    return bits

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import rastore
+from conftest import bit_array
 
 
 def _listing(folder):
@@ -89,35 +90,9 @@ def test_masked_arrays_are_refused_saying_how_to_keep_the_mask(tmp_path):
     assert "m.ra" not in _listing(tmp_path)
 
 
-def _encodings(tmp_path):
-    """The same (5, 4, 3) float32 array in every stored form rastore reads:
-    big-endian (little-endian header, and big-endian header), LZ4; and a BitArray."""
-    a = np.arange(60, dtype="<f4").reshape(5, 4, 3)
-    plain = tmp_path / "plain.ra"
-    rastore.write(plain, a)
-    raw = plain.read_bytes()
-    dims = raw[48:48 + 24]
-    data = np.asfortranarray(a).tobytes(order="F")
-    be_data = np.asfortranarray(a).astype(">f4").tobytes(order="F")
-
-    def header(big_header, flags, size):
-        words = [0x7961727261776172, flags, 3, 4, size, 3]
-        order = ">" if big_header else "<"
-        return np.array(words, dtype=f"{order}u8").tobytes() + np.frombuffer(dims, "<u8").astype(f"{order}u8").tobytes()
-
-    files = {
-        "big_data": header(False, 1, len(data)) + be_data,
-        "big_header": header(True, 1, len(data)) + be_data,
-    }
-    for name, body in files.items():
-        (tmp_path / f"{name}.ra").write_bytes(body)
-    rastore.write(tmp_path / "lz4.ra", a, compress=True)
-    return a, ["big_data", "big_header", "lz4"]
-
-
 # 6b: every encoding reads through Array, to_dask and the xarray backend.
-def test_every_encoding_reads_through_array_dask_and_xarray(tmp_path):
-    a, names = _encodings(tmp_path)
+def test_every_encoding_reads_through_array_dask_and_xarray(tmp_path, encodings):
+    a, names = encodings
     for name in names:
         p = tmp_path / f"{name}.ra"
         x = rastore.Array(p)
@@ -128,12 +103,7 @@ def test_every_encoding_reads_through_array_dask_and_xarray(tmp_path):
         xr = pytest.importorskip("xarray")
         v = xr.open_dataarray(p, engine="rastore")
         np.testing.assert_array_equal(v.values, a, err_msg=name)
-    # A Julia BitArray: bools.
-    bits = np.array([True, False, True, True, False, False, True, False, True] * 10).reshape(9, 10)
-    words = np.packbits(bits.flatten(order="F"), bitorder="little")
-    words = np.concatenate([words, np.zeros(-len(words) % 8, np.uint8)])
-    head = np.array([0x7961727261776172, 4, 5, 8, len(words), 2, 9, 10], "<u8").tobytes()
-    (tmp_path / "bits.ra").write_bytes(head + words.tobytes())
+    bits = bit_array(tmp_path / "bits.ra")
     x = rastore.Array(tmp_path / "bits.ra")
     np.testing.assert_array_equal(x[...], bits)
     np.testing.assert_array_equal(rastore.to_dask(tmp_path / "bits.ra").compute(), bits)

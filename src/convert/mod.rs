@@ -35,6 +35,8 @@ mod options;
 mod plan;
 pub mod png;
 pub mod ra;
+#[cfg(feature = "zarr")]
+pub mod refs;
 #[cfg(feature = "s3")]
 pub mod remote;
 mod select;

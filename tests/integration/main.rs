@@ -13,6 +13,7 @@ mod newcomer;
 mod newcomer2;
 mod npy;
 mod platform;
+mod refs;
 mod roundtrip;
 mod s3;
 mod s3_server;

@@ -11,6 +11,8 @@ mod dims;
 mod elements;
 mod extract;
 mod input;
+#[cfg(feature = "zarr")]
+mod refs;
 #[cfg_attr(not(feature = "s3"), path = "no_remote.rs")]
 mod remote;
 mod slice;
@@ -67,6 +69,9 @@ enum Command {
     Recover(append::RecoverArgs),
     /// Convert between .ra, .npy, .png and Zarr: the input told by its contents, the output by its name (also .npz → a folder of .ra).
     Convert(commands::ConvertArgs),
+    /// kerchunk references to a .ra read in place: every Zarr reader reads it, no copy.
+    #[cfg(feature = "zarr")]
+    Refs(refs::RefsArgs),
 }
 
 /// Why a command stopped.
@@ -147,6 +152,8 @@ fn main() -> ExitCode {
         #[cfg(feature = "s3")]
         Command::Fill(c) => remote::fill(&c),
         Command::Recover(a) => append::recover(&a),
+        #[cfg(feature = "zarr")]
+        Command::Refs(a) => refs::refs(&a),
     };
     match result {
         Ok(()) | Err(Fail::Pipe) => ExitCode::SUCCESS,

@@ -90,6 +90,16 @@ const PLAIN: &[(&str, DType, &str)] = &[
     ("bfloat16", DType::BF16, ""),
 ];
 
+/// The Zarr v2 (NumPy) type string of the Zarr v3 `data_type` `name`, little-endian,
+/// where Zarr v2 has one.
+pub fn v2_typestr(name: &str) -> Option<&'static str> {
+    PLAIN
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, _, s)| *s)
+        .filter(|s| !s.is_empty())
+}
+
 /// The element of a Zarr v3 `data_type`.
 pub fn elem_v3(v: &Value) -> Result<Elem> {
     elem_v3_at(v, 0)
@@ -559,6 +569,25 @@ pub fn dimension_names(names: &Value, ndims: usize) -> Option<Vec<String>> {
         .map(|n| n.as_str().map(str::to_string))
         .collect::<Option<_>>()?;
     (names.len() == ndims).then_some(names)
+}
+
+/// Encodes `bytes` as standard base64, padded.
+pub fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let mut b = [0u8; 3];
+        b[..chunk.len()].copy_from_slice(chunk);
+        let acc = u32::from_be_bytes([0, b[0], b[1], b[2]]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(acc >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// Decodes standard base64 (with or without padding); `None` if it is not.

@@ -21,13 +21,17 @@
 //! Zarr metadata is untrusted: its shapes, chunk grids and types are checked before
 //! anything is sized by them, and a bad store or chunk is an error naming it.
 
+mod inplace;
 pub mod meta;
 mod numcodecs;
+mod ra_storage;
 mod read;
 mod store;
 mod write;
 mod zstd;
 
+pub use inplace::{in_place, InPlace};
+pub use ra_storage::{RaStorage, ReadRange};
 pub use read::ZarrInput;
 pub use store::Location;
 pub use write::{ZarrOptions, ZarrWriter};

@@ -30,7 +30,7 @@ pub struct ZarrOptions {
 }
 
 /// The `zarr.json` of the output: the array's metadata as zarr-python reads it.
-fn metadata(
+pub(super) fn metadata(
     dims: &[u64],
     chunk: &[u64],
     t: &ZarrType,

@@ -1,0 +1,260 @@
+"""``rastore.ZarrStore``: a read-only zarr-python 3 store that presents one ``.ra`` file
+or object, or a folder of them, as a Zarr v3 hierarchy, read in place.
+
+Each array's metadata comes from its header and NDL trailer (shape, type, dimension
+names, attributes; a ``transpose`` to column-major and ``bytes`` in the file's byte
+order); each chunk is whole frames along the last axis, one contiguous byte range of
+the file, served from a mapping of it (a view: no copy) or, on ``s3://``, by ranged
+GETs. A short last chunk is padded in memory; the file is never written. The layout is
+computed by the Rust core (``rastore::convert::refs``), which ``rastore.references``
+and ``ra refs`` share. The store pickles as its location, so Dask workers open the file
+themselves."""
+
+import json
+import os
+
+import numpy as np
+from zarr.abc.store import (ByteRequest, OffsetByteRequest, RangeByteRequest, Store,
+                            SuffixByteRequest)
+from zarr.core.buffer import default_buffer_prototype
+
+from . import _is_remote, _location, _rastore, _settings
+
+
+class _ArrayNode:
+    """One `.ra` file or object as a Zarr array: its metadata and its chunks' ranges."""
+
+    def __init__(self, location, chunks, storage_options):
+        self.location = location
+        self.storage_options = storage_options
+        settings = _settings(storage_options)
+        chunks = None if chunks is None else [int(c) for c in np.atleast_1d(chunks)]
+        layout = json.loads(_rastore.zarr_in_place(location, settings, chunks))
+        self.meta = layout["zarr_json"]
+        self.name = layout["name"]
+        self.ndim = len(layout["dims"])
+        self.offset = layout["data_offset"]
+        self.data_bytes = layout["data_bytes"]
+        self.chunk_bytes = layout["chunk_bytes"]
+        self.count = layout["count"]
+        self._source = None
+
+    def chunk_index(self, key):
+        """The chunk a key (``c/0/0/i``, ``c`` for 0-d) names, or ``None``."""
+        parts = key.split("/")
+        if parts[0] != "c" or len(parts) != self.ndim + 1:
+            return None
+        try:
+            index = [int(p) for p in parts[1:]]
+        except ValueError:
+            return None
+        i = index[-1] if index else 0
+        if any(index[:-1]) or not 0 <= i < self.count:
+            return None
+        return i
+
+    def chunk_keys(self):
+        head = "c" + "/0" * max(self.ndim - 1, 0)
+        if self.ndim == 0:
+            return ["c"] if self.count else []
+        return [f"{head}/{i}" for i in range(self.count)]
+
+    def _bytes(self, start, stop):
+        """Bytes ``start:stop`` of the data: a view of the mapping, or a ranged GET."""
+        if _is_remote(self.location):
+            if self._source is None:
+                self._source = _rastore.RemoteFileCore(self.location, _settings(self.storage_options))
+            return np.frombuffer(
+                self._source.read_range(self.offset + start, self.offset + stop), dtype="u1")
+        if self._source is None:
+            self._source = np.memmap(self.location, dtype="u1", mode="r")
+        return self._source[self.offset + start:self.offset + stop]
+
+    def chunk(self, i):
+        start = i * self.chunk_bytes
+        stop = min(start + self.chunk_bytes, self.data_bytes)
+        data = self._bytes(start, stop)
+        if stop - start < self.chunk_bytes:
+            # A short last chunk, padded with the fill value (zeros) in memory.
+            padded = np.zeros(self.chunk_bytes, dtype="u1")
+            padded[:stop - start] = data
+            data = padded
+        return data
+
+
+def _group_doc(attributes, members):
+    """A group's ``zarr.json``, its members' metadata consolidated (xarray asks)."""
+    return {
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": attributes,
+        "consolidated_metadata": {
+            "kind": "inline",
+            "must_understand": False,
+            "metadata": members,
+        },
+    }
+
+
+def _slice(data, byte_range):
+    if byte_range is None:
+        return data
+    n = len(data)
+    if isinstance(byte_range, RangeByteRequest):
+        return data[byte_range.start:byte_range.end]
+    if isinstance(byte_range, OffsetByteRequest):
+        return data[byte_range.offset:]
+    if isinstance(byte_range, SuffixByteRequest):
+        return data[max(n - byte_range.suffix, 0):]
+    raise ValueError(f"unexpected byte range {byte_range!r}")
+
+
+class ZarrStore(Store):
+    """``ZarrStore(path_or_url, chunks=None, *, group=True, storage_options=None)``.
+
+    ``path_or_url``: a ``.ra`` file, an ``s3://`` object, or a folder (each ``.ra`` in
+    it an array named after the file, each sub-folder a sub-group). ``chunks``: frames
+    per chunk (or a chunk shape of whole frames); by default the largest count that
+    divides the frames within about 16 MiB. ``group=True`` (the default, what
+    ``xr.open_zarr`` wants) puts a single file's array in a root group under the file's
+    name; ``group=False`` makes it the root array (``zarr.open_array(store)``).
+    """
+
+    supports_writes = False
+    supports_deletes = False
+    supports_partial_writes = False
+    supports_listing = True
+
+    def __init__(self, path_or_url, chunks=None, *, group=True, storage_options=None):
+        super().__init__(read_only=True)
+        self.location = _location(path_or_url)
+        self.chunks = chunks
+        self.group = group
+        self.storage_options = storage_options
+        self._nodes = None
+
+    def _tree(self):
+        """Every node by its key prefix ('' for the root, 'a/' for a member a)."""
+        if self._nodes is not None:
+            return self._nodes
+        nodes = {}
+        opts = self.storage_options
+        if not _is_remote(self.location) and os.path.isdir(self.location):
+            self._folder(self.location, "", nodes)
+        else:
+            array = _ArrayNode(self.location, self.chunks, opts)
+            if self.group:
+                nodes[array.name + "/"] = array
+                nodes[""] = _group_doc({}, {array.name: array.meta})
+            else:
+                nodes[""] = array
+        self._nodes = nodes
+        return nodes
+
+    def _folder(self, folder, prefix, nodes):
+        members = {}
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir():
+                sub = self._folder(entry.path, f"{prefix}{entry.name}/", nodes)
+                members[entry.name] = sub
+                for k, v in sub["consolidated_metadata"]["metadata"].items():
+                    members[f"{entry.name}/{k}"] = v
+            elif entry.name.endswith(".ra"):
+                array = _ArrayNode(entry.path, self.chunks, self.storage_options)
+                nodes[f"{prefix}{array.name}/"] = array
+                members[array.name] = array.meta
+        doc = _group_doc({}, members)
+        nodes[prefix] = doc
+        return doc
+
+    def _find(self, key):
+        """(node, the key within it), or (None, None)."""
+        tree = self._tree()
+        if key == "zarr.json" or key.endswith("/zarr.json"):
+            node = tree.get(key[:-len("zarr.json")])
+            return (node, "zarr.json") if node is not None else (None, None)
+        arrays = [(p, n) for p, n in tree.items() if isinstance(n, _ArrayNode)]
+        for p, node in sorted(arrays, key=lambda pn: -len(pn[0])):
+            if key.startswith(p):
+                return node, key[len(p):]
+        return None, None
+
+    def _value(self, key, fetch=True):
+        """The bytes at ``key`` (``True`` for a chunk that exists, without ``fetch``),
+        or ``None``."""
+        node, inner = self._find(key)
+        if node is None:
+            return None
+        if inner == "zarr.json":
+            doc = node.meta if isinstance(node, _ArrayNode) else node
+            return np.frombuffer(json.dumps(doc).encode(), dtype="u1")
+        i = node.chunk_index(inner)
+        if i is None:
+            return None
+        return node.chunk(i) if fetch else True
+
+    def __eq__(self, other):
+        return (isinstance(other, ZarrStore) and self.location == other.location
+                and self.chunks == other.chunks and self.group == other.group)
+
+    def __hash__(self):
+        return hash((self.location, str(self.chunks), self.group))
+
+    def __repr__(self):
+        return f"rastore.ZarrStore({self.location!r})"
+
+    def __getstate__(self):
+        return {"location": self.location, "chunks": self.chunks, "group": self.group,
+                "storage_options": self.storage_options}
+
+    def __setstate__(self, state):
+        self.__init__(state["location"], state["chunks"], group=state["group"],
+                      storage_options=state["storage_options"])
+
+    async def get(self, key, prototype=None, byte_range: ByteRequest | None = None):
+        prototype = prototype or default_buffer_prototype()
+        data = self._value(key)
+        if data is None:
+            return None
+        return prototype.buffer.from_array_like(np.ascontiguousarray(_slice(data, byte_range)))
+
+    async def get_partial_values(self, prototype, key_ranges):
+        return [await self.get(k, prototype, r) for k, r in key_ranges]
+
+    async def exists(self, key):
+        return self._value(key, fetch=False) is not None
+
+    async def set(self, key, value):
+        raise ValueError(f"{self!r} is read-only: the .ra file is never written")
+
+    async def delete(self, key):
+        raise ValueError(f"{self!r} is read-only: the .ra file is never written")
+
+    def _keys(self):
+        for prefix, node in self._tree().items():
+            yield f"{prefix}zarr.json"
+            if isinstance(node, _ArrayNode):
+                for k in node.chunk_keys():
+                    yield f"{prefix}{k}"
+
+    async def list(self):
+        for k in self._keys():
+            yield k
+
+    async def list_prefix(self, prefix):
+        for k in self._keys():
+            if k.startswith(prefix):
+                yield k
+
+    async def list_dir(self, prefix):
+        prefix = prefix.rstrip("/")
+        base = f"{prefix}/" if prefix else ""
+        seen = set()
+        for k in self._keys():
+            if k.startswith(base):
+                child = k[len(base):].split("/", 1)[0]
+                if child not in seen:
+                    seen.add(child)
+                    yield child

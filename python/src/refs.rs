@@ -1,0 +1,70 @@
+//! `.ra` files and objects read as Zarr in place (feature `zarr`): the metadata and
+//! chunk layout `rastore.ZarrStore` serves, and the kerchunk references
+//! `rastore.references` returns ([`rastore::convert::refs`]).
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use rastore::convert::refs;
+use rastore::convert::ConvertOptions;
+use serde_json::json;
+
+use crate::errors::to_py;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(zarr_in_place, m)?)?;
+    m.add_function(wrap_pyfunction!(references_json, m)?)?;
+    Ok(())
+}
+
+/// The options that reach `location` (object-store `settings` where it is `s3://`).
+fn options(settings: Vec<(String, String)>) -> ConvertOptions {
+    let options = ConvertOptions::new();
+    #[cfg(feature = "s3")]
+    let options = options.remote(rastore::remote::RemoteOptions::with_settings(settings));
+    #[cfg(not(feature = "s3"))]
+    let _ = settings;
+    options
+}
+
+/// The Zarr view of the file or object: `zarr.json` and the chunk layout, as JSON.
+#[pyfunction]
+fn zarr_in_place(
+    py: Python<'_>,
+    location: PathBuf,
+    settings: Vec<(String, String)>,
+    chunks: Option<Vec<u64>>,
+) -> PyResult<String> {
+    py.detach(|| {
+        let o = options(settings);
+        let v = refs::zarr_in_place(&location, chunks.as_deref(), &o).map_err(to_py)?;
+        Ok(json!({
+            "zarr_json": v.zarr_json,
+            "dims": v.dims,
+            "chunk": v.chunk,
+            "data_offset": v.data_offset,
+            "data_bytes": v.data_bytes,
+            "chunk_bytes": v.chunk_bytes,
+            "count": v.count,
+            "name": refs::array_name(&location),
+        })
+        .to_string())
+    })
+}
+
+/// kerchunk v1 references to the file or object, as JSON.
+#[pyfunction]
+fn references_json(
+    py: Python<'_>,
+    location: PathBuf,
+    settings: Vec<(String, String)>,
+    chunks: Option<Vec<u64>>,
+    url: Option<String>,
+) -> PyResult<String> {
+    py.detach(|| {
+        let o = options(settings);
+        let r =
+            refs::references(&location, chunks.as_deref(), url.as_deref(), &o).map_err(to_py)?;
+        Ok(r.to_string())
+    })
+}

@@ -1,0 +1,324 @@
+//! Zarr over `.ra` files in place: the metadata that describes a file's data as a Zarr
+//! array whose chunks are whole frames along the last axis, each one contiguous byte
+//! range of the file (column-major data: a `transpose` to `[n-1, …, 0]` and `bytes` in
+//! the file's byte order in Zarr v3, `order: "F"` in Zarr v2), and kerchunk references
+//! to those ranges. Nothing is copied and the file is never written: a store serves
+//! each chunk from the file's bytes (`rastore.ZarrStore`), a reader of references
+//! fetches them itself (`rastore.references`, `ra refs`).
+//!
+//! A short last chunk: by default a chunk holds the largest count of frames that
+//! divides the frame count within the chunk size (about 16 MiB, at least one frame), so
+//! every chunk is whole and no reference reaches past the data. A frame count given
+//! that does not divide leaves a short last chunk: a store pads it in memory, and
+//! references carry it inline (base64), padded with the fill value, never a range past
+//! the data.
+//!
+//! Refused by name: LZ4 data (one block: no chunk is a byte range), Julia BitArrays
+//! (elements are bits), files open for appending (their frame count is moving), types
+//! Zarr has none of, and structured types whose fields Zarr would store packed.
+
+use std::ops::Range;
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use super::meta::{self, ZarrType};
+use super::Codec;
+use crate::error::{Error, ErrorKind, Result};
+use crate::header::{Encoding, Header};
+
+/// Bytes of a chunk, about, by default.
+const CHUNK_BYTES: u64 = 16 << 20;
+
+/// A `.ra` file's data as a Zarr array of whole-frame chunks.
+#[derive(Debug, Clone)]
+pub struct InPlace {
+    /// The array's shape.
+    pub dims: Vec<u64>,
+    /// The chunk shape: every axis but the last whole, `frames` along the last.
+    pub chunk: Vec<u64>,
+    /// Where the data starts in the file.
+    pub data_offset: u64,
+    /// Bytes of the data.
+    pub data_bytes: u64,
+    /// Bytes of one whole chunk.
+    pub chunk_bytes: u64,
+    /// How many chunks.
+    pub count: u64,
+    /// `zarr.json` of the array (Zarr v3).
+    pub zarr_json: Value,
+    /// `.zarray` of the array (Zarr v2), for kerchunk references.
+    pub zarray: Value,
+    /// `.zattrs` of the array (Zarr v2): its attributes and `_ARRAY_DIMENSIONS`.
+    pub zattrs: Value,
+}
+
+/// Why the file `shown` cannot be read in place, or `None`.
+fn refusal(h: &Header) -> Option<String> {
+    if h.flags().appending() {
+        return Some(
+            "open for appending: its frame count is moving; let the appender finish, or \
+             `ra recover` the file, then reference it"
+                .into(),
+        );
+    }
+    match h.encoding() {
+        Encoding::Raw => None,
+        Encoding::Bits => Some(
+            "a Julia BitArray: its elements are bits, which no Zarr data type reads; \
+             `ra convert` it to a .ra of Bools (one byte each) first"
+                .into(),
+        ),
+        _ => Some(
+            "compressed (one LZ4 block): no chunk of it is a byte range; `ra convert` it \
+             to a plain .ra (or to Zarr, which compresses by chunk) first"
+                .into(),
+        ),
+    }
+}
+
+/// The frames per chunk: `asked`, or the largest count that divides `frames` within
+/// [`CHUNK_BYTES`] (at least one).
+fn frames_per_chunk(frames: u64, frame_bytes: u64, asked: Option<u64>) -> u64 {
+    if let Some(k) = asked {
+        return k.clamp(1, frames.max(1));
+    }
+    let most = (CHUNK_BYTES / frame_bytes.max(1)).clamp(1, frames.max(1));
+    (1..=most)
+        .rev()
+        .find(|k| frames.is_multiple_of(*k))
+        .unwrap_or(1)
+}
+
+/// The Zarr v2 `dtype` of elements of `t` in the file's byte order, where Zarr v2 has
+/// one.
+fn v2_dtype(h: &Header, t: &ZarrType) -> Option<Value> {
+    let name = t.data_type.as_str()?;
+    let s = meta::v2_typestr(name)?;
+    let big = h.data_big_endian();
+    Some(json!(match (s.chars().next(), big) {
+        (Some('<'), true) => format!(">{}", &s[1..]),
+        _ => s.to_string(),
+    }))
+}
+
+/// The file of `header` and `trailer` (named `shown`) as a Zarr array of chunks of
+/// `frames` frames (default: see the module).
+pub fn in_place(
+    header: &Header,
+    trailer: &[u8],
+    frames: Option<u64>,
+    shown: &Path,
+) -> Result<InPlace> {
+    let refuse = |why: String| Error::from(ErrorKind::Unsupported(why)).at(shown);
+    if let Some(why) = refusal(header) {
+        return Err(refuse(why));
+    }
+    let dtype = header.dtype();
+    let descr = crate::ndl::numpy_descr(trailer, dtype.elbyte);
+    let t = meta::zarr_type(dtype, descr.as_ref()).map_err(|e| e.at(shown))?;
+    if t.packing.is_some() {
+        return Err(refuse(format!(
+            "{dtype} elements with padding or big-endian fields: Zarr stores a structured \
+             type packed, so it cannot read these bytes in place; `ra convert` to Zarr \
+             copies them packed"
+        )));
+    }
+    let dims = header.dims().to_vec();
+    let n = dims.len();
+    let last = dims.last().copied().unwrap_or(1);
+    let frame_bytes = dims[..n.saturating_sub(1)].iter().product::<u64>() * dtype.elbyte;
+    let k = frames_per_chunk(last, frame_bytes, frames);
+    let mut chunk = dims.clone();
+    if let Some(c) = chunk.last_mut() {
+        *c = k;
+    }
+    // Zarr has no chunk of extent 0: an empty axis is one of extent 1.
+    let chunk: Vec<u64> = chunk.iter().map(|&c| c.max(1)).collect();
+    let names = crate::ndl::dimension_names(trailer, n)
+        .unwrap_or_else(|| (0..n).map(|k| format!("dim_{k}")).collect());
+    let attributes = meta::attributes_of_trailer(trailer);
+    let big = header.data_big_endian();
+    let zarr_json = super::write::metadata(
+        &dims,
+        &chunk,
+        &t,
+        big,
+        Codec::None,
+        attributes.clone(),
+        Some(names.clone()),
+    );
+    let mut zattrs = Map::new();
+    zattrs.insert("_ARRAY_DIMENSIONS".into(), json!(names));
+    for (key, v) in attributes {
+        zattrs.insert(key, v);
+    }
+    let zarray = match v2_dtype(header, &t) {
+        Some(dt) => json!({
+            "zarr_format": 2,
+            "shape": dims,
+            "chunks": chunk,
+            "dtype": dt,
+            "compressor": null,
+            "filters": null,
+            // No fill value: every chunk is present, and xarray would take one as
+            // `_FillValue` and mask the data's real zeros.
+            "fill_value": null,
+            "order": "F",
+            "dimension_separator": ".",
+        }),
+        None => Value::Null,
+    };
+    let count = if dims.contains(&0) {
+        0
+    } else {
+        last.div_ceil(k)
+    };
+    Ok(InPlace {
+        chunk_bytes: frame_bytes * k,
+        data_offset: header.data_offset(),
+        data_bytes: header.nbytes(),
+        dims,
+        chunk,
+        count,
+        zarr_json,
+        zarray,
+        zattrs: Value::Object(zattrs),
+    })
+}
+
+impl InPlace {
+    /// The grid index of chunk `i` (along the last axis; 0 on the others).
+    fn index(&self, i: u64) -> Vec<u64> {
+        let mut at = vec![0u64; self.dims.len()];
+        if let Some(last) = at.last_mut() {
+            *last = i;
+        }
+        at
+    }
+
+    /// The key of chunk `i` in Zarr v2 (`0.0.i`, `0` for 0-d).
+    pub fn key_v2(&self, i: u64) -> String {
+        let parts: Vec<String> = self.index(i).iter().map(u64::to_string).collect();
+        if parts.is_empty() {
+            "0".into()
+        } else {
+            parts.join(".")
+        }
+    }
+
+    /// The bytes of the file chunk `i` holds (fewer than [`chunk_bytes`](Self::chunk_bytes)
+    /// for a short last chunk).
+    pub fn range(&self, i: u64) -> Range<u64> {
+        let start = (i * self.chunk_bytes).min(self.data_bytes);
+        let end = (start + self.chunk_bytes).min(self.data_bytes);
+        self.data_offset + start..self.data_offset + end
+    }
+
+    /// The chunk at `key` (v3, under the array: `c/0/…/0/i`, `c` for 0-d), if it is
+    /// one of the grid.
+    pub fn chunk_of_key_v3(&self, key: &str) -> Option<u64> {
+        let mut parts = key.split('/');
+        if parts.next() != Some("c") {
+            return None;
+        }
+        let index: Vec<u64> = parts.map(|p| p.parse().ok()).collect::<Option<_>>()?;
+        if index.len() != self.dims.len() {
+            return None;
+        }
+        let i = index.last().copied().unwrap_or(0);
+        let others_zero = index.iter().rev().skip(1).all(|&x| x == 0);
+        (others_zero && i < self.count).then_some(i)
+    }
+
+    /// kerchunk v1 references to the array at `url` (a group holding it as `name`, or
+    /// the array itself at the root when `name` is empty): explicit `refs`, Zarr v2
+    /// metadata, `[url, offset, length]` per chunk; a short last chunk inline, read by
+    /// `read` and padded with zeros.
+    pub fn references(
+        &self,
+        url: &str,
+        name: &str,
+        mut read: impl FnMut(Range<u64>) -> Result<Vec<u8>>,
+    ) -> Result<Value> {
+        if self.zarray.is_null() {
+            return Err(ErrorKind::Unsupported(format!(
+                "{}: Zarr v2, which kerchunk references are, has no such data type \
+                 (rastore.ZarrStore serves it as Zarr v3)",
+                self.zarr_json["data_type"]
+            ))
+            .into());
+        }
+        let prefix = if name.is_empty() {
+            String::new()
+        } else {
+            format!("{name}/")
+        };
+        let text = |v: &Value| Value::String(v.to_string());
+        let mut refs = Map::new();
+        if !name.is_empty() {
+            refs.insert(".zgroup".into(), text(&json!({"zarr_format": 2})));
+        }
+        refs.insert(format!("{prefix}.zarray"), text(&self.zarray));
+        refs.insert(format!("{prefix}.zattrs"), text(&self.zattrs));
+        for i in 0..self.count {
+            let r = self.range(i);
+            let key = format!("{prefix}{}", self.key_v2(i));
+            if r.end - r.start == self.chunk_bytes {
+                refs.insert(key, json!([url, r.start, r.end - r.start]));
+            } else {
+                let mut bytes = read(r)?;
+                bytes.resize(self.chunk_bytes as usize, 0);
+                refs.insert(
+                    key,
+                    json!(format!("base64:{}", meta::base64_encode(&bytes))),
+                );
+            }
+        }
+        Ok(json!({"version": 1, "refs": refs}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_divide_the_frames_unless_asked_otherwise() {
+        // 4 MiB frames: 4 fit 16 MiB, and 1009 frames (a prime) take one each.
+        assert_eq!(frames_per_chunk(1009, 4 << 20, None), 1);
+        assert_eq!(frames_per_chunk(1000, 4 << 20, None), 4);
+        assert_eq!(frames_per_chunk(1000, 3 << 20, None), 5);
+        assert_eq!(frames_per_chunk(7, 100, None), 7);
+        assert_eq!(frames_per_chunk(10, 100, Some(3)), 3);
+        assert_eq!(frames_per_chunk(0, 100, None), 1);
+    }
+
+    #[test]
+    fn a_short_last_chunk_is_inline_and_no_range_passes_the_data() {
+        let h = Header::new(crate::DType::U16, &[3, 2, 5]).unwrap();
+        let p = in_place(&h, &[], Some(2), Path::new("x.ra")).unwrap();
+        assert_eq!((p.count, p.chunk_bytes), (3, 24));
+        assert_eq!(p.range(2), 72 + 48..72 + 60);
+        assert_eq!(p.chunk_of_key_v3("c/0/0/2"), Some(2));
+        for bad in [
+            "c/0/0/3",
+            "c/1/0/0",
+            "c/0/0",
+            "c/0/0/x",
+            "0/0/0/1",
+            "c/0/0/1/0",
+        ] {
+            assert_eq!(p.chunk_of_key_v3(bad), None, "{bad}");
+        }
+        let refs = p
+            .references("s3://b/x.ra", "x", |r| {
+                Ok(vec![9; (r.end - r.start) as usize])
+            })
+            .unwrap();
+        assert_eq!(refs["refs"]["x/0.0.1"], json!(["s3://b/x.ra", 96, 24]));
+        let inline = refs["refs"]["x/0.0.2"].as_str().unwrap();
+        let bytes = meta::base64_decode(inline.strip_prefix("base64:").unwrap()).unwrap();
+        assert_eq!(bytes, [vec![9; 12], vec![0; 12]].concat());
+    }
+}
