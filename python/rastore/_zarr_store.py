@@ -31,6 +31,7 @@ class _ArrayNode:
         chunks = None if chunks is None else [int(c) for c in np.atleast_1d(chunks)]
         layout = json.loads(_rastore.zarr_in_place(location, settings, chunks))
         self.meta = layout["zarr_json"]
+        self.zarray, self.zattrs = layout["zarray"], layout["zattrs"]
         self.name = layout["name"]
         self.ndim = len(layout["dims"])
         self.offset = layout["data_offset"]
@@ -39,13 +40,20 @@ class _ArrayNode:
         self.count = layout["count"]
         self._source = None
 
-    def chunk_index(self, key):
-        """The chunk a key (``c/0/0/i``, ``c`` for 0-d) names, or ``None``."""
-        parts = key.split("/")
-        if parts[0] != "c" or len(parts) != self.ndim + 1:
+    def chunk_index(self, key, zarr_format):
+        """The chunk a key names (v3 ``c/0/0/i``, ``c`` for 0-d; v2 ``0.0.i``, ``0``
+        for 0-d), or ``None``."""
+        if zarr_format == 3:
+            parts = key.split("/")
+            if parts[0] != "c":
+                return None
+            parts = parts[1:]
+        else:
+            parts = key.split(".") if self.ndim else ([] if key == "0" else [key])
+        if len(parts) != self.ndim:
             return None
         try:
-            index = [int(p) for p in parts[1:]]
+            index = [int(p) for p in parts]
         except ValueError:
             return None
         i = index[-1] if index else 0
@@ -53,11 +61,22 @@ class _ArrayNode:
             return None
         return i
 
-    def chunk_keys(self):
-        head = "c" + "/0" * max(self.ndim - 1, 0)
+    def chunk_keys(self, zarr_format):
         if self.ndim == 0:
-            return ["c"] if self.count else []
-        return [f"{head}/{i}" for i in range(self.count)]
+            return ([("c" if zarr_format == 3 else "0")] if self.count else [])
+        if zarr_format == 3:
+            return [f"c{'/0' * (self.ndim - 1)}/{i}" for i in range(self.count)]
+        return [f"{'0.' * (self.ndim - 1)}{i}" for i in range(self.count)]
+
+    def docs(self, zarr_format):
+        """The array's metadata documents, by key within it."""
+        if zarr_format == 3:
+            return {"zarr.json": self.meta}
+        if self.zarray is None:
+            raise ValueError(
+                f"{self.location}: {self.meta['data_type']} has no Zarr v2 type; "
+                "ZarrStore serves it with zarr_format=3")
+        return {".zarray": self.zarray, ".zattrs": self.zattrs}
 
     def _bytes(self, start, stop):
         """Bytes ``start:stop`` of the data: a view of the mapping, or a ranged GET."""
@@ -82,18 +101,19 @@ class _ArrayNode:
         return data
 
 
-def _group_doc(attributes, members):
-    """A group's ``zarr.json``, its members' metadata consolidated (xarray asks)."""
-    return {
+def _group_docs(zarr_format, members):
+    """A group's metadata documents, by key within it; in v3 its members' metadata
+    consolidated (xarray asks). ``members``: (path, {key: doc}) of every node below."""
+    if zarr_format == 2:
+        return {".zgroup": {"zarr_format": 2}, ".zattrs": {}}
+    metadata = {path: docs["zarr.json"] for path, docs in members}
+    return {"zarr.json": {
         "zarr_format": 3,
         "node_type": "group",
-        "attributes": attributes,
-        "consolidated_metadata": {
-            "kind": "inline",
-            "must_understand": False,
-            "metadata": members,
-        },
-    }
+        "attributes": {},
+        "consolidated_metadata": {"kind": "inline", "must_understand": False,
+                                  "metadata": metadata},
+    }}
 
 
 def _slice(data, byte_range):
@@ -118,6 +138,10 @@ class ZarrStore(Store):
     divides the frames within about 16 MiB. ``group=True`` (the default, what
     ``xr.open_zarr`` wants) puts a single file's array in a root group under the file's
     name; ``group=False`` makes it the root array (``zarr.open_array(store)``).
+    ``zarr_format=3`` (the default) describes the column-major chunks as a
+    ``transpose`` codec; ``zarr_format=2`` as ``order: "F"``, which zarr-python 3.1
+    decodes several times faster (docs/ZARR.md has the figures), with consolidated
+    ``.zmetadata``.
     """
 
     supports_writes = False
@@ -125,95 +149,97 @@ class ZarrStore(Store):
     supports_partial_writes = False
     supports_listing = True
 
-    def __init__(self, path_or_url, chunks=None, *, group=True, storage_options=None):
+    def __init__(self, path_or_url, chunks=None, *, group=True, zarr_format=3,
+                 storage_options=None):
         super().__init__(read_only=True)
+        if zarr_format not in (2, 3):
+            raise ValueError(f"zarr_format={zarr_format!r}: 2 or 3")
         self.location = _location(path_or_url)
         self.chunks = chunks
         self.group = group
+        self.zarr_format = zarr_format
         self.storage_options = storage_options
         self._nodes = None
 
     def _tree(self):
-        """Every node by its key prefix ('' for the root, 'a/' for a member a)."""
+        """(metadata documents by full key, arrays by key prefix: '' for the root,
+        'a/' for a member a)."""
         if self._nodes is not None:
             return self._nodes
-        nodes = {}
-        opts = self.storage_options
+        docs, arrays = {}, {}
         if not _is_remote(self.location) and os.path.isdir(self.location):
-            self._folder(self.location, "", nodes)
+            self._folder(self.location, "", docs, arrays)
         else:
-            array = _ArrayNode(self.location, self.chunks, opts)
+            array = _ArrayNode(self.location, self.chunks, self.storage_options)
+            prefix = f"{array.name}/" if self.group else ""
+            arrays[prefix] = array
+            mine = array.docs(self.zarr_format)
+            docs.update({prefix + k: v for k, v in mine.items()})
             if self.group:
-                nodes[array.name + "/"] = array
-                nodes[""] = _group_doc({}, {array.name: array.meta})
-            else:
-                nodes[""] = array
-        self._nodes = nodes
-        return nodes
+                group = _group_docs(self.zarr_format, [(array.name, mine)])
+                docs.update(group)
+        if self.zarr_format == 2 and (self.group or os.path.isdir(self.location)):
+            docs[".zmetadata"] = {"zarr_consolidated_format": 1, "metadata": dict(docs)}
+        self._nodes = (docs, arrays)
+        return self._nodes
 
-    def _folder(self, folder, prefix, nodes):
-        members = {}
+    def _folder(self, folder, prefix, docs, arrays):
+        """Adds the group at ``folder`` and everything below it; returns its members'
+        (path within it, documents)."""
+        members = []
         for entry in sorted(os.scandir(folder), key=lambda e: e.name):
             if entry.name.startswith("."):
                 continue
             if entry.is_dir():
-                sub = self._folder(entry.path, f"{prefix}{entry.name}/", nodes)
-                members[entry.name] = sub
-                for k, v in sub["consolidated_metadata"]["metadata"].items():
-                    members[f"{entry.name}/{k}"] = v
+                below = self._folder(entry.path, f"{prefix}{entry.name}/", docs, arrays)
+                members.append((entry.name, _group_docs(self.zarr_format, below)))
+                members += [(f"{entry.name}/{p}", d) for p, d in below]
             elif entry.name.endswith(".ra"):
                 array = _ArrayNode(entry.path, self.chunks, self.storage_options)
-                nodes[f"{prefix}{array.name}/"] = array
-                members[array.name] = array.meta
-        doc = _group_doc({}, members)
-        nodes[prefix] = doc
-        return doc
-
-    def _find(self, key):
-        """(node, the key within it), or (None, None)."""
-        tree = self._tree()
-        if key == "zarr.json" or key.endswith("/zarr.json"):
-            node = tree.get(key[:-len("zarr.json")])
-            return (node, "zarr.json") if node is not None else (None, None)
-        arrays = [(p, n) for p, n in tree.items() if isinstance(n, _ArrayNode)]
-        for p, node in sorted(arrays, key=lambda pn: -len(pn[0])):
-            if key.startswith(p):
-                return node, key[len(p):]
-        return None, None
+                arrays[f"{prefix}{array.name}/"] = array
+                mine = array.docs(self.zarr_format)
+                docs.update({f"{prefix}{array.name}/{k}": v for k, v in mine.items()})
+                members.append((array.name, mine))
+        docs.update({prefix + k: v for k, v in _group_docs(self.zarr_format, members).items()})
+        return members
 
     def _value(self, key, fetch=True):
         """The bytes at ``key`` (``True`` for a chunk that exists, without ``fetch``),
         or ``None``."""
-        node, inner = self._find(key)
-        if node is None:
-            return None
-        if inner == "zarr.json":
-            doc = node.meta if isinstance(node, _ArrayNode) else node
-            return np.frombuffer(json.dumps(doc).encode(), dtype="u1")
-        i = node.chunk_index(inner)
-        if i is None:
-            return None
-        return node.chunk(i) if fetch else True
+        docs, arrays = self._tree()
+        if key in docs:
+            return np.frombuffer(json.dumps(docs[key]).encode(), dtype="u1")
+        for prefix in sorted(arrays, key=len, reverse=True):
+            if key.startswith(prefix):
+                node = arrays[prefix]
+                i = node.chunk_index(key[len(prefix):], self.zarr_format)
+                if i is None:
+                    return None
+                return node.chunk(i) if fetch else True
+        return None
+
+    def _id(self):
+        return (self.location, str(self.chunks), self.group, self.zarr_format)
 
     def __eq__(self, other):
-        return (isinstance(other, ZarrStore) and self.location == other.location
-                and self.chunks == other.chunks and self.group == other.group)
+        return isinstance(other, ZarrStore) and self._id() == other._id()
 
     def __hash__(self):
-        return hash((self.location, str(self.chunks), self.group))
+        return hash(self._id())
 
     def __repr__(self):
         return f"rastore.ZarrStore({self.location!r})"
 
     def __getstate__(self):
         return {"location": self.location, "chunks": self.chunks, "group": self.group,
-                "storage_options": self.storage_options}
+                "zarr_format": self.zarr_format, "storage_options": self.storage_options}
 
     def __setstate__(self, state):
         self.__init__(state["location"], state["chunks"], group=state["group"],
+                      zarr_format=state["zarr_format"],
                       storage_options=state["storage_options"])
 
-    async def get(self, key, prototype=None, byte_range: ByteRequest | None = None):
+    async def get(self, key, prototype=None, byte_range: "ByteRequest | None" = None):
         prototype = prototype or default_buffer_prototype()
         data = self._value(key)
         if data is None:
@@ -233,11 +259,11 @@ class ZarrStore(Store):
         raise ValueError(f"{self!r} is read-only: the .ra file is never written")
 
     def _keys(self):
-        for prefix, node in self._tree().items():
-            yield f"{prefix}zarr.json"
-            if isinstance(node, _ArrayNode):
-                for k in node.chunk_keys():
-                    yield f"{prefix}{k}"
+        docs, arrays = self._tree()
+        yield from docs
+        for prefix, node in arrays.items():
+            for k in node.chunk_keys(self.zarr_format):
+                yield f"{prefix}{k}"
 
     async def list(self):
         for k in self._keys():

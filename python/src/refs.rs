@@ -27,7 +27,8 @@ fn options(settings: Vec<(String, String)>) -> ConvertOptions {
     options
 }
 
-/// The Zarr view of the file or object: `zarr.json` and the chunk layout, as JSON.
+/// The Zarr view of the file or object: `zarr.json` (v3), `.zarray` and `.zattrs`
+/// (v2; `.zarray` null where v2 has no such type) and the chunk layout, as JSON.
 #[pyfunction]
 fn zarr_in_place(
     py: Python<'_>,
@@ -40,6 +41,8 @@ fn zarr_in_place(
         let v = refs::zarr_in_place(&location, chunks.as_deref(), &o).map_err(to_py)?;
         Ok(json!({
             "zarr_json": v.zarr_json,
+            "zarray": v.zarray,
+            "zattrs": v.zattrs,
             "dims": v.dims,
             "chunk": v.chunk,
             "data_offset": v.data_offset,

@@ -53,6 +53,10 @@ def test_every_frame_count_reads_through_the_store_and_the_references(tmp_path):
         np.testing.assert_array_equal(z[1:, ::2, 5:], a[1:, ::2, 5:])
         g = zarr.open_group(rastore.ZarrStore(p, chunks=frames), mode="r")
         np.testing.assert_array_equal(g["vol"][...], a)
+        v2 = zarr.open_array(rastore.ZarrStore(p, chunks=frames, group=False, zarr_format=2),
+                             mode="r", zarr_format=2)
+        assert v2.metadata.order == "F"
+        np.testing.assert_array_equal(v2[...], a, err_msg=f"v2 {frames}")
         refs = rastore.references(p, chunks=frames)
         np.testing.assert_array_equal(_refs_read(refs, "vol"), a, err_msg=str(frames))
         # No range reaches past the data; a short last chunk is inline.
@@ -142,9 +146,15 @@ def test_a_folder_is_a_group_tree(tmp_path):
     g = zarr.open_group(rastore.ZarrStore(root), mode="r")
     assert sorted(g.array_keys()) == ["image", "mask"] and list(g.group_keys()) == ["coils"]
     np.testing.assert_array_equal(g["coils/c0"][...], _volume((2, 8), "<c8"))
-    ds = xr.open_zarr(rastore.ZarrStore(root))
-    assert set(ds.data_vars) == {"image", "mask"}
-    np.testing.assert_array_equal(ds["mask"].values, mask)
+    for zarr_format in (3, 2):
+        store = rastore.ZarrStore(root, zarr_format=zarr_format)
+        g = zarr.open_group(store, mode="r", zarr_format=zarr_format)
+        np.testing.assert_array_equal(g["coils/c0"][...], _volume((2, 8), "<c8"))
+        ds = xr.open_zarr(store)
+        assert set(ds.data_vars) == {"image", "mask"}, zarr_format
+        assert ds["image"].dims == ("x", "y", "z")
+        np.testing.assert_array_equal(ds["mask"].values, mask)
+        np.testing.assert_array_equal(ds["image"].values, img)
 
 
 def test_s3_objects_are_read_by_ranged_gets(tmp_path, s3):

@@ -195,7 +195,14 @@ fn run(
     if pieces.len() <= 1 {
         // One piece (every small array): no thread to start, here where it is asked.
         for p in pieces {
-            copy_piece(source, sink, desc, lent, p, (&mut Vec::new(), &mut Vec::new()))?;
+            copy_piece(
+                source,
+                sink,
+                desc,
+                lent,
+                p,
+                (&mut Vec::new(), &mut Vec::new()),
+            )?;
         }
         progress(total, total);
         return Ok(());
