@@ -85,6 +85,46 @@ def test_every_type_reads_in_place(tmp_path, dtype):
     np.testing.assert_array_equal(_refs_read(rastore.references(p, chunks=3), "t"), a)
 
 
+def _big_endian_copy(src, dst):
+    """``dst``: the .ra ``src`` with its data big-endian (flag bit 0), header unchanged."""
+    a = rastore.read(src)
+    raw = bytearray(open(src, "rb").read())
+    start = 48 + 8 * a.ndim
+    raw[8:16] = (int.from_bytes(raw[8:16], "little") | 1).to_bytes(8, "little")
+    raw[start:start + a.nbytes] = np.asfortranarray(a).astype(a.dtype.newbyteorder(">")).tobytes(order="F")
+    open(dst, "wb").write(bytes(raw))
+
+
+@pytest.mark.parametrize("shape", [(13,), (3, 11), (2, 3, 7), (2, 3, 2, 5), (2, 1, 3, 2, 13)])
+def test_every_rank_dtype_and_byte_order_with_prime_frame_counts(tmp_path, shape):
+    xr = _need("xarray")
+    da = _need("dask.array")
+    base = (np.arange(int(np.prod(shape))) % 97).reshape(shape, order="F")
+    for dtype in ["?", "u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f2", "<f4", "<f8", "<c8", "<c16"]:
+        a = (base % 2 == 1) if dtype == "?" else base.astype(dtype)
+        for order in ["little", "big"]:
+            p = tmp_path / f"x{len(shape)}.ra"
+            rastore.write(p, a)
+            if order == "big":
+                _big_endian_copy(p, tmp_path / "be.ra")
+                p = tmp_path / "be.ra"
+            want = rastore.open(p) if order == "little" else rastore.read(p)
+            before = _digest(p)
+            what = f"{shape} {dtype} {order}"
+            for chunks in [None, 2]:
+                z = zarr.open_array(rastore.ZarrStore(p, chunks=chunks, group=False), mode="r")
+                np.testing.assert_array_equal(z[...], want, err_msg=what)
+            name = p.stem
+            np.testing.assert_array_equal(
+                xr.open_zarr(rastore.ZarrStore(p, chunks=2))[name].values, want, err_msg=what)
+            np.testing.assert_array_equal(
+                da.from_zarr(rastore.ZarrStore(p, chunks=2, group=False)).compute(), want,
+                err_msg=what)
+            np.testing.assert_array_equal(
+                _refs_read(rastore.references(p, chunks=2), name), want, err_msg=what)
+            assert _digest(p) == before, what
+
+
 def test_big_endian_files_are_read_with_endian_big_and_the_rest_refused_by_name(tmp_path, encodings):
     a, _ = encodings
     for name in ["big_data", "big_header"]:
@@ -171,6 +211,18 @@ def test_s3_objects_are_read_by_ranged_gets(tmp_path, s3):
     assert refs["refs"]["vol/0.0.0"][0] == url
     assert refs["refs"]["vol/0.0.2"].startswith("base64:")  # 8 = 3 + 3 + 2 frames
     assert _digest(s3.object("zs/vol.ra")) == before
+    # Every rank, a prime frame count, big-endian too, through zarr-python and Dask.
+    da = _need("dask.array")
+    for shape in [(13,), (3, 11), (2, 3, 2, 5), (2, 1, 3, 2, 13)]:
+        b = (np.arange(int(np.prod(shape))) % 97).astype("<i2").reshape(shape, order="F")
+        rastore.write(tmp_path / "l.ra", b)
+        _big_endian_copy(tmp_path / "l.ra", tmp_path / "b.ra")
+        for name in ["l", "b"]:
+            url = s3.url(f"zs/{name}{len(shape)}.ra")
+            s3.object(f"zs/{name}{len(shape)}.ra").write_bytes((tmp_path / f"{name}.ra").read_bytes())
+            store = rastore.ZarrStore(url, chunks=2, group=False, storage_options=s3.options)
+            np.testing.assert_array_equal(zarr.open_array(store, mode="r")[...], b)
+            np.testing.assert_array_equal(da.from_zarr(store).compute(), b)
 
 
 def test_virtualizarr_parser_to_icechunk_and_kerchunk(tmp_path):
