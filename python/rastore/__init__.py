@@ -313,15 +313,16 @@ def write(
     key until it is whole). A Dask array is written by the workers that compute it,
     block by block (see ``rastore._dask``); ``compute=False`` then returns a
     ``dask.delayed`` that writes. An ``xarray.DataArray`` keeps its dims, 1-D
-    coordinates, name and attrs in the file's NDL trailer."""
+    coordinates, name and attrs in the file's NDL trailer. An ``xarray.Dataset`` (or
+    ``DataTree``) becomes a folder, one ``NAME.ra`` per variable (see docs/FORMAT.md),
+    built beside ``path`` and moved into place whole."""
     path = _location(path)
     kind = type(array).__module__.split(".")[0]
-    if kind == "xarray" and type(array).__name__ != "DataArray":
-        raise Error(
-            f"rastore.write takes one array; an xarray.{type(array).__name__} of several "
-            "variables is not supported yet: write each variable, "
-            "rastore.write(f'{name}.ra', ds[name]) for name in ds.data_vars"
-        )
+    if kind == "xarray" and type(array).__name__ in ("Dataset", "DataTree"):
+        from . import _dataset
+
+        return _dataset.write(path, array, durable=durable, split_links=split_links,
+                              storage_options=storage_options, compute=compute)
     if kind == "xarray":
         from . import _xarray
 

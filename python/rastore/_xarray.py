@@ -8,6 +8,8 @@ DataArray's ``attrs``). Datetimes and timedeltas are kept as integers of their u
 their type (``<M8[ns]``) saying which. Imported only when used.
 """
 
+import os
+
 import numpy as np
 import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
@@ -127,14 +129,26 @@ class RastoreBackendArray(BackendArray):
 
 
 class RastoreBackendEntrypoint(BackendEntrypoint):
-    """``engine="rastore"``: RawArray files and ``s3://`` objects, lazily."""
+    """``engine="rastore"``: RawArray files and ``s3://`` objects, and folders of them
+    (datasets, ``rastore._dataset``), lazily."""
 
-    description = "RawArray (.ra) files and s3:// objects, lazily, through rastore"
+    description = "RawArray (.ra) files, s3:// objects and folders of them, lazily"
     url = "https://github.com/rastore/rastore"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables", "storage_options")
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "storage_options",
+                               "mask_and_scale", "decode_times", "decode_timedelta",
+                               "use_cftime", "decode_coords")
 
-    def open_dataset(self, filename_or_obj, *, drop_variables=None, storage_options=None):
+    def open_dataset(self, filename_or_obj, *, drop_variables=None, storage_options=None,
+                     mask_and_scale=None, decode_times=None, decode_timedelta=None,
+                     use_cftime=None, decode_coords=None):
         location = filename_or_obj if isinstance(filename_or_obj, str) else str(filename_or_obj)
+        from . import _dataset
+
+        if _dataset.is_dataset(location):
+            return _dataset.open_dataset(
+                location, drop_variables=drop_variables, mask_and_scale=mask_and_scale,
+                decode_times=decode_times, decode_timedelta=decode_timedelta,
+                use_cftime=use_cftime, decode_coords=decode_coords)
         array = Array(location, storage_options)
         name, dims, coords, attrs = labels(array.metadata, array.shape)
         data = indexing.LazilyIndexedArray(RastoreBackendArray(array))
@@ -143,8 +157,21 @@ class RastoreBackendEntrypoint(BackendEntrypoint):
         variables = {} if drop_variables and key in drop_variables else {key: var}
         return xr.Dataset(variables, coords=coords)
 
+    def open_datatree(self, filename_or_obj, *, drop_variables=None, mask_and_scale=None,
+                      decode_times=None, decode_timedelta=None, use_cftime=None,
+                      decode_coords=None, **_):
+        from . import _dataset
+
+        return _dataset.open_datatree(
+            os.fspath(filename_or_obj), drop_variables=drop_variables,
+            mask_and_scale=mask_and_scale, decode_times=decode_times,
+            decode_timedelta=decode_timedelta, use_cftime=use_cftime,
+            decode_coords=decode_coords)
+
     def guess_can_open(self, filename_or_obj):
+        from . import _dataset
+
         try:
-            return str(filename_or_obj).endswith(".ra")
-        except TypeError:
+            return _dataset.guess(filename_or_obj)
+        except (TypeError, OSError):
             return False

@@ -101,16 +101,28 @@ class _ArrayNode:
         return data
 
 
-def _group_docs(zarr_format, members):
+def _folder_attributes(folder):
+    """A dataset folder's attributes (its ``dataset.yaml``), or none."""
+    path = os.path.join(folder, "dataset.yaml")
+    if not os.path.isfile(path):
+        return {}
+    with open(path, "rb") as f:
+        doc = _rastore.ndl_document(f.read()) or {}
+    attrs = doc.get("attributes")
+    return attrs if isinstance(attrs, dict) else {}
+
+
+def _group_docs(zarr_format, members, attributes=None):
     """A group's metadata documents, by key within it; in v3 its members' metadata
     consolidated (xarray asks). ``members``: (path, {key: doc}) of every node below."""
+    attributes = attributes or {}
     if zarr_format == 2:
-        return {".zgroup": {"zarr_format": 2}, ".zattrs": {}}
+        return {".zgroup": {"zarr_format": 2}, ".zattrs": attributes}
     metadata = {path: docs["zarr.json"] for path, docs in members}
     return {"zarr.json": {
         "zarr_format": 3,
         "node_type": "group",
-        "attributes": {},
+        "attributes": attributes,
         "consolidated_metadata": {"kind": "inline", "must_understand": False,
                                   "metadata": metadata},
     }}
@@ -132,8 +144,9 @@ def _slice(data, byte_range):
 class ZarrStore(Store):
     """``ZarrStore(path_or_url, chunks=None, *, group=True, storage_options=None)``.
 
-    ``path_or_url``: a ``.ra`` file, an ``s3://`` object, or a folder (each ``.ra`` in
-    it an array named after the file, each sub-folder a sub-group). ``chunks``: frames
+    ``path_or_url``: a ``.ra`` file, an ``s3://`` object, or a folder (a dataset: each
+    ``.ra`` in it an array named after the file, ``dataset.yaml`` its attributes, each
+    sub-folder a sub-group). ``chunks``: frames
     per chunk (or a chunk shape of whole frames); by default the largest count that
     divides the frames within about 16 MiB. ``group=True`` (the default, what
     ``xr.open_zarr`` wants) puts a single file's array in a root group under the file's
@@ -192,7 +205,8 @@ class ZarrStore(Store):
                 continue
             if entry.is_dir():
                 below = self._folder(entry.path, f"{prefix}{entry.name}/", docs, arrays)
-                members.append((entry.name, _group_docs(self.zarr_format, below)))
+                group = _group_docs(self.zarr_format, below, _folder_attributes(entry.path))
+                members.append((entry.name, group))
                 members += [(f"{entry.name}/{p}", d) for p, d in below]
             elif entry.name.endswith(".ra"):
                 array = _ArrayNode(entry.path, self.chunks, self.storage_options)
@@ -200,7 +214,8 @@ class ZarrStore(Store):
                 mine = array.docs(self.zarr_format)
                 docs.update({f"{prefix}{array.name}/{k}": v for k, v in mine.items()})
                 members.append((array.name, mine))
-        docs.update({prefix + k: v for k, v in _group_docs(self.zarr_format, members).items()})
+        group = _group_docs(self.zarr_format, members, _folder_attributes(folder))
+        docs.update({prefix + k: v for k, v in group.items()})
         return members
 
     def _value(self, key, fetch=True):

@@ -16,6 +16,8 @@ use crate::errors::{error, to_py};
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ndl_entity, m)?)?;
     m.add_function(wrap_pyfunction!(ndl_trailer, m)?)?;
+    m.add_function(wrap_pyfunction!(ndl_document, m)?)?;
+    m.add_function(wrap_pyfunction!(ndl_text, m)?)?;
     m.add("MAX_TRAILER_YAML", ndl::MAX_TRAILER_YAML)?;
     Ok(())
 }
@@ -153,4 +155,21 @@ fn ndl_trailer<'py>(
         .collect();
     let text = ndl::labeled_trailer(&header, descr.as_ref(), attributes, extra);
     Ok(PyBytes::new(py, &text))
+}
+
+/// An NDL YAML document (a dataset's `dataset.yaml`) as a dict, or None when the text
+/// is not one (or is not safe to load: the trailer's limits apply).
+#[pyfunction]
+fn ndl_document<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Option<Bound<'py, PyDict>>> {
+    ndl::parse_trailer(text)
+        .and_then(|doc| doc.as_hash().cloned())
+        .map(|h| hash_to_python(py, &h))
+        .transpose()
+}
+
+/// `doc`, a dict of the values NDL holds, as an NDL YAML document.
+#[pyfunction]
+fn ndl_text<'py>(py: Python<'py>, doc: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyBytes>> {
+    let text = ndl::to_text(&Yaml::Hash(dict_to_yaml(doc)?));
+    Ok(PyBytes::new(py, text.as_bytes()))
 }

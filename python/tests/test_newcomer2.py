@@ -128,12 +128,13 @@ def test_a_mask_index_error_is_short_and_says_what_is_taken(tmp_path):
     assert len(text) < 400 and "True" not in text, text
 
 
-# 12: a Dataset is refused plainly (until datasets are written, issue 31).
-def test_a_dataset_is_refused_plainly(tmp_path):
+# 12: a Dataset is a folder (issue 31); one named like a file is refused plainly.
+def test_a_dataset_named_like_a_file_is_refused_plainly(tmp_path):
     xr = pytest.importorskip("xarray")
     ds = xr.Dataset({"t": (("x",), np.arange(3.0)), "p": (("x",), np.ones(3))})
-    with pytest.raises(rastore.Error, match="xarray.Dataset of several variables"):
+    with pytest.raises(rastore.Error, match="a dataset is a folder"):
         rastore.write(tmp_path / "ds.ra", ds)
+    assert os.listdir(tmp_path) == []
 
 
 # 16: an input is what its contents are.

@@ -1,0 +1,200 @@
+"""Datasets: a folder of ``.ra`` files, one variable per file, read and written through
+xarray (the model is docs/FORMAT.md's "Datasets").
+
+- Each variable is ``NAME.ra``, a complete RawArray; its NDL trailer names it and its
+  dimensions, and holds its attributes. A 1-D variable named after its dimension is
+  that dimension's coordinate; other coordinates are named, CF-style, by the
+  ``coordinates`` attribute of the variables that use them.
+- Values are stored CF-encoded, as xarray encodes them for netCDF and Zarr: times as
+  integers with ``units`` and ``calendar``, ``_FillValue``, ``scale_factor`` and
+  ``add_offset`` from a variable's encoding; reading decodes them unless asked not to.
+- The dataset's own attributes are ``dataset.yaml``, an NDL document
+  (``attributes:``); a sub-folder is a sub-group (a ``DataTree`` node).
+- A write builds the whole folder beside its target, under a hidden name, and moves
+  it into place when every variable is written; on any failure nothing is left.
+
+Imported only when used.
+"""
+
+import os
+import shutil
+import uuid
+
+import xarray as xr
+from xarray.core import indexing
+
+from . import Error, _is_remote, _rastore
+from ._array import Array
+from ._xarray import RastoreBackendArray, _plain, labels, trailer
+
+ATTRIBUTES = "dataset.yaml"
+
+
+def is_dataset(path):
+    """Whether ``path`` is a local folder (a dataset, or a tree of them)."""
+    return not _is_remote(str(path)) and os.path.isdir(path)
+
+
+def _entries(folder):
+    return sorted((e for e in os.scandir(folder) if not e.name.startswith(".")),
+                  key=lambda e: e.name)
+
+
+def _raw(folder, drop_variables):
+    """The folder's variables as stored (CF-encoded, lazy) and its attributes."""
+    variables = {}
+    for e in _entries(folder):
+        if not (e.is_file() and e.name.endswith(".ra")):
+            continue
+        name = e.name[:-3]
+        if drop_variables and name in drop_variables:
+            continue
+        array = Array(e.path)
+        _, dims, coords, attrs = labels(array.metadata, array.shape)
+        data = indexing.LazilyIndexedArray(RastoreBackendArray(array))
+        variables[name] = xr.Variable(dims, data, attrs=attrs)
+        # A file written alone, as a DataArray, carries its coordinates inline.
+        for c, v in coords.items():
+            variables.setdefault(c, v)
+    attrs = {}
+    path = os.path.join(folder, ATTRIBUTES)
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            doc = _rastore.ndl_document(f.read())
+        if doc is None or not isinstance(doc.get("attributes", {}), dict):
+            raise Error(f"{path}: not an NDL document with a mapping of attributes")
+        attrs = doc.get("attributes") or {}
+    return variables, attrs
+
+
+def open_dataset(folder, *, drop_variables=None, **decoders):
+    """The dataset in ``folder``, lazily, CF-decoded as ``decoders`` (xarray's
+    ``decode_times``, ``mask_and_scale`` and so on) say."""
+    variables, attrs = _raw(folder, drop_variables)
+    try:
+        ds = xr.Dataset(variables, attrs=attrs)
+    except ValueError as e:
+        raise Error(f"{folder}: its variables do not make one dataset: {e}") from None
+    return xr.decode_cf(ds, **{k: v for k, v in decoders.items() if v is not None})
+
+
+def open_datatree(folder, **kwargs):
+    """The tree of datasets in ``folder`` and its sub-folders."""
+    nodes = {}
+
+    def walk(path, at):
+        nodes[at] = open_dataset(path, **kwargs)
+        for e in _entries(path):
+            if e.is_dir():
+                walk(e.path, f"{at.rstrip('/')}/{e.name}")
+
+    walk(os.fspath(folder), "/")
+    return xr.DataTree.from_dict(nodes)
+
+
+def _check_name(name, where):
+    text = str(name)
+    if not text or text.startswith(".") or "/" in text or "\\" in text or text != name:
+        raise Error(f"{where}: the variable name {name!r} cannot be a file name "
+                    "(a non-empty str without '/' or '\\' that does not start with '.')")
+    return text
+
+
+def _encoded(ds):
+    """The variables and attributes of ``ds`` as stored: CF-encoded, coordinates named."""
+    variables, attrs = xr.conventions.encode_dataset_coordinates(ds)
+    return xr.conventions.cf_encoder(variables, attrs)
+
+
+def _write_node(ds, folder, delayed, options):
+    """Writes the variables of ``ds`` into the new ``folder``; Dask-backed ones are
+    added to ``delayed`` to run together."""
+    from . import _xarray
+
+    os.mkdir(folder)
+    variables, attrs = _encoded(ds)
+    for name, var in variables.items():
+        name = _check_name(name, folder)
+        if name + ".ra" == ATTRIBUTES:
+            raise Error(f"{folder}: a variable may not be named {name!r}")
+        da = xr.DataArray(var.data, dims=var.dims, attrs=var.attrs, name=name)
+        out = _xarray.write(os.path.join(folder, name + ".ra"), da, compute=False, **options)
+        if out is not None:
+            delayed.append(out)
+    if attrs:
+        with open(os.path.join(folder, ATTRIBUTES), "wb") as f:
+            f.write(bytes(_rastore.ndl_text({"attributes": _plain(dict(attrs))})))
+
+
+def write(folder, obj, *, durable=False, split_links=False, storage_options=None,
+          compute=True):
+    """``rastore.write`` of a Dataset or DataTree: a folder built beside ``folder`` and
+    moved into place whole; an existing ``folder`` is replaced only if it is a dataset
+    (holds ``.ra`` files or ``dataset.yaml``)."""
+    if _is_remote(str(folder)):
+        raise Error(f"{folder}: datasets are written to local folders; for object "
+                    "storage, write each variable: rastore.write(f'{prefix}/{name}.ra', ds[name])")
+    if str(folder).endswith(".ra"):
+        raise Error(f"{folder}: a dataset is a folder, one NAME.ra per variable; give a "
+                    "folder name without .ra (or write one variable: ds[name])")
+    if not compute:
+        raise Error("compute=False writes one array; a dataset is written at once")
+    folder = os.path.abspath(os.fspath(folder))
+    parent = os.path.dirname(folder)
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(2, "the folder does not exist (no writer makes folders above "
+                                "its output)", parent)
+    if os.path.exists(folder) and not _replaceable(folder):
+        raise FileExistsError(17, "exists and is not a dataset (no .ra files, no "
+                              f"{ATTRIBUTES}): not replaced", folder)
+    tmp = os.path.join(parent, f".{os.path.basename(folder)}.rastore-{uuid.uuid4().hex[:12]}.tmp")
+    options = {"durable": durable, "split_links": split_links}
+    delayed = []
+    try:
+        if isinstance(obj, xr.DataTree):
+            for node in obj.subtree:
+                rel = node.relative_to(obj) if node is not obj else "."
+                path = os.path.normpath(os.path.join(tmp, rel))
+                _write_node(node.to_dataset(inherit=False), path, delayed, options)
+        else:
+            _write_node(obj, tmp, delayed, options)
+        if delayed:
+            import dask
+
+            dask.compute(*delayed)
+        _place(tmp, folder)
+    except BaseException:
+        for w in delayed:
+            w.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _replaceable(folder):
+    if not os.path.isdir(folder):
+        return False
+    names = os.listdir(folder)
+    return not names or any(n.endswith(".ra") or n == ATTRIBUTES for n in names)
+
+
+def _place(tmp, folder):
+    """Moves the complete ``tmp`` to ``folder``; an old dataset there goes only after."""
+    if not os.path.exists(folder):
+        os.rename(tmp, folder)
+        return
+    old = f"{tmp}.old"
+    os.rename(folder, old)
+    try:
+        os.rename(tmp, folder)
+    except BaseException:
+        os.rename(old, folder)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def guess(path):
+    """Whether xarray should give ``path`` to this backend: a ``.ra`` file, or a folder
+    holding ``.ra`` files or ``dataset.yaml``."""
+    return str(path).endswith(".ra") or (is_dataset(path) and _replaceable(path)
+                                         and bool(os.listdir(path)))
+

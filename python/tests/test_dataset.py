@@ -1,0 +1,170 @@
+"""Datasets (issue 31): a folder of .ra files is an xarray Dataset (and a tree of them a
+DataTree), judged by xarray itself: every round trip must give an identical Dataset.
+Also through Zarr (rastore.ZarrStore of the folder, and xarray's own to_zarr as input)
+and NetCDF (xarray's scipy engine). Each variable file opens alone."""
+import os
+
+import numpy as np
+import pytest
+
+import rastore
+
+xr = pytest.importorskip("xarray")
+pd = pytest.importorskip("pandas")
+
+
+def _dataset(chunks=None):
+    rng = np.random.default_rng(7)
+    time = pd.date_range("2026-01-01", periods=6, freq="6h")
+    ds = xr.Dataset(
+        {
+            "temp": (("lat", "lon", "time"), rng.standard_normal((4, 5, 6)).astype("f4"),
+                     {"units": "K", "long_name": "temperature"}),
+            "land": (("lat", "lon"), rng.integers(0, 2, (4, 5)).astype(bool)),
+            "count": (("lat", "lon"), rng.integers(0, 1000, (4, 5)).astype("i4")),
+        },
+        coords={
+            "lat": ("lat", np.linspace(-30, 30, 4), {"units": "degrees_north"}),
+            "lon": ("lon", np.arange(5) * 10.0),
+            "time": time,
+            "area": (("lat", "lon"), np.full((4, 5), 2.5)),
+        },
+        attrs={"title": "a run", "institution": "lab", "version": 3},
+    )
+    return ds.chunk(chunks) if chunks else ds
+
+
+def test_a_dataset_round_trips_through_a_folder_and_each_file_opens_alone(tmp_path):
+    ds = _dataset()
+    folder = tmp_path / "run"
+    rastore.write(folder, ds)
+    assert sorted(os.listdir(folder)) == ["area.ra", "count.ra", "dataset.yaml", "land.ra",
+                                          "lat.ra", "lon.ra", "temp.ra", "time.ra"]
+    back = xr.open_dataset(folder, engine="rastore")
+    assert back["temp"].variable._data is not None and not back["temp"].variable._in_memory
+    xr.testing.assert_identical(back.load(), ds)
+    # With Dask, lazily.
+    lazy = xr.open_dataset(folder, engine="rastore", chunks={"time": 2})
+    assert lazy["temp"].chunks[-1] == (2, 2, 2)
+    xr.testing.assert_identical(lazy.compute(), ds)
+    # Each variable is a complete RawArray with its labels.
+    np.testing.assert_array_equal(rastore.open(folder / "temp.ra"), ds["temp"].values)
+    alone = xr.open_dataarray(folder / "temp.ra", engine="rastore")
+    assert alone.dims == ("lat", "lon", "time") and alone.attrs["units"] == "K"
+    # The CF time axis is stored as integers with its units, as netCDF stores it.
+    time = xr.open_dataset(folder / "time.ra", engine="rastore")["time"]  # a coordinate
+    assert time.dtype == np.int64 and "since" in time.attrs["units"]
+    # Not decoded when asked not to be.
+    raw = xr.open_dataset(folder, engine="rastore", decode_times=False)
+    assert raw["time"].dtype == np.int64
+
+
+def test_fill_values_and_scale_offset_are_encoded_and_decoded(tmp_path):
+    values = np.array([[1.5, np.nan, 3.25], [4.0, 5.5, np.nan]])
+    ds = xr.Dataset({"v": (("y", "x"), values)})
+    ds["v"].encoding = {"dtype": "i2", "scale_factor": 0.25, "add_offset": 1.0, "_FillValue": -1}
+    rastore.write(tmp_path / "d", ds)
+    stored = rastore.read(tmp_path / "d" / "v.ra")
+    assert stored.dtype == np.int16 and stored[0, 1] == -1
+    back = xr.open_dataset(tmp_path / "d", engine="rastore")
+    np.testing.assert_array_equal(back["v"].values, values)
+    assert back["v"].encoding["scale_factor"] == 0.25
+
+
+def test_zarr_both_ways_gives_the_same_dataset(tmp_path):
+    pytest.importorskip("zarr")
+    ds = _dataset()
+    folder = tmp_path / "run"
+    rastore.write(folder, ds)
+    mine = xr.open_dataset(folder, engine="rastore").load()
+    for zarr_format in (3, 2):
+        xr.testing.assert_identical(
+            xr.open_zarr(rastore.ZarrStore(folder, zarr_format=zarr_format)).load(), mine)
+    # A store xarray wrote, into a folder.
+    for zarr_format in (3, 2):
+        z = tmp_path / f"x{zarr_format}.zarr"
+        ds.to_zarr(z, zarr_format=zarr_format)
+        out = tmp_path / f"from{zarr_format}"
+        rastore.write(out, xr.open_zarr(z))
+        xr.testing.assert_identical(xr.open_dataset(out, engine="rastore").load(), ds)
+
+
+def test_netcdf_in_through_xarray(tmp_path):
+    pytest.importorskip("scipy")
+    ds = _dataset().drop_vars("land")  # netCDF3 has no bool
+    nc = tmp_path / "x.nc"
+    ds.to_netcdf(nc, engine="scipy")
+    rastore.write(tmp_path / "nc", xr.open_dataset(nc, engine="scipy"))
+    back = xr.open_dataset(tmp_path / "nc", engine="rastore").load()
+    xr.testing.assert_identical(back, xr.open_dataset(nc, engine="scipy").load())
+
+
+def test_a_tree_round_trips_through_folders_and_zarr_groups(tmp_path):
+    ds = _dataset()
+    tree = xr.DataTree.from_dict({
+        "/": xr.Dataset(attrs={"project": "p"}),
+        "/session1": ds,
+        "/session1/coils": xr.Dataset({"c": (("coil", "x"), np.arange(8.0).reshape(2, 4))}),
+        "/session2": ds.isel(time=slice(0, 3)),
+    })
+    rastore.write(tmp_path / "tree", tree)
+    assert os.path.isfile(tmp_path / "tree" / "session1" / "coils" / "c.ra")
+    back = xr.open_datatree(tmp_path / "tree", engine="rastore")
+    xr.testing.assert_identical(back.load(), tree)
+    pytest.importorskip("zarr")
+    z = xr.open_datatree(rastore.ZarrStore(tmp_path / "tree"), engine="zarr")
+    xr.testing.assert_identical(z.load(), tree)
+
+
+def test_dask_variables_are_written_by_the_workers(tmp_path, client):
+    ds = _dataset(chunks={"time": 2})
+    rastore.write(tmp_path / "run", ds)
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "run", engine="rastore").load(),
+                                ds.compute())
+
+
+def _fails_on_block_two(block, block_info=None):
+    if block_info is not None and block_info[0]["chunk-location"][-1] == 2:
+        raise ValueError("block 2 is bad")
+    return block
+
+
+def test_a_failed_write_at_any_variable_leaves_nothing(tmp_path):
+    da = pytest.importorskip("dask.array")
+    ds = _dataset()
+    folder = tmp_path / "run"
+    refused = (("lat",), np.array([object()] * 4))
+    failing = ds["temp"].copy(data=da.from_array(ds["temp"].values, chunks=(4, 5, 2))
+                              .map_blocks(_fails_on_block_two, dtype="f4"))
+    cases = {
+        "a refused variable first": xr.Dataset({"a": refused}).merge(ds),
+        "a refused variable last": ds.assign(zz=refused),
+        "a Dask block failing": ds.assign(temp=failing),
+    }
+    for what, broken in cases.items():
+        with pytest.raises((ValueError, rastore.Error)):
+            rastore.write(folder, broken)
+        assert os.listdir(tmp_path) == [], what
+    # An existing dataset is kept whole when its replacement fails.
+    rastore.write(folder, ds)
+    broken = ds.assign(bad=(("lat",), np.array([object()] * 4)))
+    with pytest.raises(rastore.Error):
+        rastore.write(folder, broken)
+    assert sorted(os.listdir(tmp_path)) == ["run"]
+    xr.testing.assert_identical(xr.open_dataset(folder, engine="rastore").load(), ds)
+    # Replacing it with a good one.
+    rastore.write(folder, ds.isel(time=slice(0, 2)))
+    assert xr.open_dataset(folder, engine="rastore").sizes["time"] == 2
+
+
+def test_what_is_not_a_dataset_is_refused_by_name(tmp_path):
+    ds = _dataset()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not a dataset"):
+        rastore.write(tmp_path / "notes", ds)
+    with pytest.raises(FileNotFoundError):
+        rastore.write(tmp_path / "no" / "run", ds)
+    with pytest.raises(rastore.Error, match="cannot be a file name"):
+        rastore.write(tmp_path / "bad", xr.Dataset({"a/b": (("x",), np.ones(2))}))
+    assert sorted(os.listdir(tmp_path)) == ["notes"]
