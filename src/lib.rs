@@ -18,6 +18,7 @@
 //! | convert any format into any other (`.ra`, `.npy`, `.npz`, PNG, Zarr; local or `s3://`), in bounded memory | [`convert::convert`], [`convert::ConvertOptions`] |
 //! | read any format by boxes, write any by boxes: sources and sinks of your own | [`convert::open`], [`convert::create`], [`convert::copy`], [`convert::Source`], [`convert::Sink`] |
 //! | what `ra info` says of a file | [`info::info`], [`info::FileInfo`] |
+//! | the variables of a dataset (a folder of `.ra` files) and its NDL | [`dataset::variables`], [`dataset::describe`] |
 //! | grow a file frame by frame, readable and intact at every moment | [`AppendOptions`], [`Appender::append`], [`Appender::commit`], [`recover`] |
 //! | parse or build a header without I/O | [`Header::parse`], [`Header::new`], [`Header::encode`] |
 //! | name an element type | [`DType`], [`Element`] |
@@ -45,6 +46,7 @@ mod append;
 pub mod codec;
 pub mod convert;
 mod create;
+pub mod dataset;
 mod descr;
 mod dtype;
 mod edit;

@@ -446,6 +446,17 @@ fn quoted(text: &str) -> String {
 /// `ra describe`: the NDL document for a file, merging what its trailer says (an NDL
 /// trailer's type and attributes; for an opaque trailer, its length).
 pub fn describe(file: &str, header: &Header, trailer: &[u8]) -> String {
+    to_text(&displayable(describe_doc(Some(file), header, trailer)))
+}
+
+/// The ndarray entry [`describe`] gives for a file of `header` and `trailer`.
+pub fn describe_entity(header: &Header, trailer: &[u8]) -> Yaml {
+    let doc = displayable(describe_doc(None, header, trailer));
+    ndarray_of(&doc).cloned().unwrap_or(Yaml::Null)
+}
+
+/// The NDL document of [`describe`], before it is made displayable.
+fn describe_doc(file: Option<&str>, header: &Header, trailer: &[u8]) -> Yaml {
     let parsed = parse_trailer(trailer);
     let nd = parsed.as_ref().and_then(ndarray_of);
     let descr = nd.and_then(|n| descr_of(n, header.dtype().elbyte));
@@ -461,8 +472,7 @@ pub fn describe(file: &str, header: &Header, trailer: &[u8]) -> String {
         )])),
         _ => None,
     };
-    let doc = document(Some(file), header, descr.as_ref(), attributes);
-    to_text(&displayable(doc))
+    document(file, header, descr.as_ref(), attributes)
 }
 
 /// The storage entry of a document's single ndarray.

@@ -5,6 +5,7 @@ mod cli;
 mod cli_random;
 mod common;
 mod conformance;
+mod dataset;
 mod engine;
 mod gather;
 mod hardening;

@@ -36,7 +36,7 @@ pub struct CreateArgs {
 
 #[derive(clap::Args)]
 pub struct InfoArgs {
-    /// Files to inspect.
+    /// Files to inspect; a folder (a dataset) stands for its variables, sub-groups' too.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// One JSON object per line, keys: path, dtype, eltype, elbyte, dims, count (elements), bytes (data as stored), flags
@@ -47,13 +47,13 @@ pub struct InfoArgs {
 
 #[derive(clap::Args)]
 pub struct FileArg {
-    /// The file.
+    /// The file, or a folder (a dataset: its attributes and every variable).
     file: PathBuf,
 }
 
 #[derive(clap::Args)]
 pub struct FilesArg {
-    /// The files.
+    /// The files; a folder (a dataset) stands for its variables, sub-groups' too.
     #[arg(required = true)]
     files: Vec<PathBuf>,
 }
@@ -241,9 +241,29 @@ fn info_line(i: &rastore::info::FileInfo) -> String {
 }
 
 /// Runs `each` over `files`, reporting failures on stderr; fails if any did.
+/// Runs `each` on every file, a folder standing for its dataset's variables (and its
+/// sub-groups'); a bad file is reported and the others go on.
 fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcome {
     let mut bad = false;
+    let mut all = Vec::new();
     for p in files {
+        if !p.is_dir() {
+            all.push(p.clone());
+            continue;
+        }
+        match rastore::dataset::variables(p) {
+            Ok(vars) if vars.is_empty() => {
+                bad = true;
+                eprintln!("{}: a folder with no .ra files", term::path(p));
+            }
+            Ok(vars) => all.extend(vars.into_iter().map(|v| v.path)),
+            Err(e) => {
+                bad = true;
+                eprintln!("{}", term::line(&crate::message(&e)));
+            }
+        }
+    }
+    for p in &all {
         match each(p) {
             Ok(()) => {}
             Err(Fail::Pipe) => return Err(Fail::Pipe),
@@ -308,6 +328,8 @@ pub fn describe(a: &FileArg) -> Outcome {
     let name = a.file.to_string_lossy();
     let doc = if remote::is_remote(&a.file) {
         remote::describe(&a.file)?
+    } else if a.file.is_dir() {
+        rastore::dataset::describe(&a.file)?
     } else if is_npy(&a.file) {
         rastore::formats::npy::describe_npy(&name, &npy_header(&a.file)?)?
     } else {

@@ -1,0 +1,100 @@
+//! Datasets: a folder of `.ra` files, one variable per file, each sub-folder a group
+//! ([FORMAT.md §10](https://github.com/rastore/rastore/blob/main/docs/FORMAT.md)): the
+//! variables a folder holds, and the whole dataset's NDL, as `ra info`, `ra verify` and
+//! `ra describe` give them for a folder. Python's `rastore.write(folder, ds)` and
+//! xarray's `engine="rastore"` write and read datasets.
+
+use std::path::{Path, PathBuf};
+
+use yaml_rust2::yaml::Hash;
+use yaml_rust2::Yaml;
+
+use crate::error::{io_at, Error, ErrorKind, Result};
+
+/// The dataset's own attributes, an NDL document beside its variables.
+pub const ATTRIBUTES: &str = "dataset.yaml";
+
+/// A dataset's variable: its name (a sub-group's as `group/name`) and its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variable {
+    /// The file's name without `.ra`, under the names of its groups.
+    pub name: String,
+    /// The file.
+    pub path: PathBuf,
+}
+
+/// The variables of the dataset at `folder` and of its sub-groups, sorted by name.
+/// Names starting with `.` (writers' work in progress) are not part of it, nor are
+/// symbolic links to folders (no loops).
+pub fn variables(folder: &Path) -> Result<Vec<Variable>> {
+    let mut out = Vec::new();
+    walk(folder, "", &mut out)?;
+    Ok(out)
+}
+
+fn walk(folder: &Path, group: &str, out: &mut Vec<Variable>) -> Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(folder)
+        .map_err(io_at("read the folder", folder))?
+        .collect::<std::io::Result<_>>()
+        .map_err(io_at("read the folder", folder))?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = e.path();
+        let kind = e.file_type().map_err(io_at("stat", &path))?;
+        if kind.is_dir() {
+            walk(&path, &format!("{group}{name}/"), out)?;
+        } else if let Some(stem) = name.strip_suffix(".ra").filter(|_| path.is_file()) {
+            out.push(Variable {
+                name: format!("{group}{stem}"),
+                path,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The dataset at `folder` as one NDL document: its `attributes` (from
+/// `dataset.yaml`) and, under `ndarrays`, each variable's entry as `ra describe` gives
+/// it for the file alone, with the `file` it is in.
+pub fn describe(folder: &Path) -> Result<String> {
+    let mut arrays = Hash::new();
+    for v in variables(folder)? {
+        let (header, _) = crate::read::read_header_at(&v.path)?;
+        let trailer = crate::read::read_metadata(&v.path)?;
+        let shown = v.path.to_string_lossy();
+        let mut entity = crate::ndl::describe_entity(&header, &trailer);
+        if let Yaml::Hash(h) = &mut entity {
+            h.insert(
+                Yaml::String("file".into()),
+                Yaml::String(shown.into_owned()),
+            );
+        }
+        arrays.insert(Yaml::String(v.name), entity);
+    }
+    let mut top = Hash::new();
+    if let Some(attributes) = attributes(folder)? {
+        top.insert(Yaml::String("attributes".into()), attributes);
+    }
+    top.insert(Yaml::String("ndarrays".into()), Yaml::Hash(arrays));
+    Ok(crate::ndl::to_text(&Yaml::Hash(top)))
+}
+
+/// The attributes in the folder's `dataset.yaml`, if it has one.
+fn attributes(folder: &Path) -> Result<Option<Yaml>> {
+    let path = folder.join(ATTRIBUTES);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read(&path).map_err(io_at("read", &path))?;
+    let doc = crate::ndl::parse_trailer(&text).ok_or_else(|| {
+        Error::from(ErrorKind::InvalidArgument(
+            "not an NDL document (YAML starting ---, at most 1 MiB, no aliases)".into(),
+        ))
+        .at(&path)
+    })?;
+    Ok(Some(doc["attributes"].clone()).filter(|a| !a.is_badvalue()))
+}
