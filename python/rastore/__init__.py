@@ -16,6 +16,7 @@ the old contents.
 
 import ast
 import errno
+import io
 import json
 import os
 
@@ -384,6 +385,25 @@ def to_dask(path, chunks=None, *, storage_options=None, name=None):
     from . import _dask
 
     return _dask.to_dask(path, chunks, storage_options=storage_options, name=name)
+
+
+# A dataset folder's own attributes (docs/FORMAT.md section 10).
+_DATASET_ATTRIBUTES = "dataset.yaml"
+
+
+def _folder_attributes(folder):
+    """The attributes in a dataset folder's ``dataset.yaml`` ({} without one); a file
+    that is not an NDL document with a mapping of attributes is an error."""
+    path = os.path.join(folder, _DATASET_ATTRIBUTES)
+    if not os.path.isfile(path):
+        return {}
+    with io.open(path, "rb") as f:  # this module's `open` maps arrays
+        doc = _rastore.ndl_document(f.read())
+    attrs = None if doc is None else doc.get("attributes", {})
+    if not isinstance(attrs, dict):
+        raise Error(f"{path}: not an NDL document (YAML starting ---) with a mapping of "
+                    "attributes")
+    return attrs
 
 
 def references(path, chunks=None, *, url=None, storage_options=None):

@@ -114,34 +114,50 @@ class _Write(Delayed):
         _Janitor.watch(self)
 
     def compute(self, **kwargs):
-        client = _distributed_client(self, kwargs)
-        if client is not None:
-            return self._compute_on(client, kwargs)
-        try:
-            return super().compute(**kwargs)
-        except BaseException:
-            self._cleanup(None)
-            raise
+        return compute_writes([self], **kwargs)[0]
 
-    def _compute_on(self, client, kwargs):
-        """Runs the write on a ``distributed`` client, holding its first task's future
-        so that a failed run cleans up only once that task has ended."""
-        from distributed import wait
-
-        kwargs = {k: v for k, v in kwargs.items() if k != "scheduler"}
-        layer = next(n for n, tasks in self.dask.layers.items() if self._first in tasks)
-        first = Delayed(self._first, self.dask, layer=layer)
-        done, first = client.compute([self, first], **kwargs)
-        try:
-            return done.result()
-        except BaseException:
-            wait(first)
-            self._cleanup(first.result() if first.status == "finished" else None)
-            raise
+    def _first_task(self):
+        """The write's first task as a Delayed, or None when it has none (an upload
+        of an empty array is one task)."""
+        layer = next((n for n, tasks in self.dask.layers.items() if self._first in tasks), None)
+        return None if layer is None else Delayed(self._first, self.dask, layer=layer)
 
     def cleanup(self):
         """Removes the hidden file, or aborts the upload, of a failed write."""
         self._cleanup(None)
+
+
+def compute_writes(writes, **kwargs):
+    """Runs the ``_Write``s together (``rastore.write`` of one array, or of a
+    dataset's), cleaning every one up when the run fails. On a ``distributed`` client,
+    their first tasks are held too, and the cleanup waits for them to end: a worker may
+    still be creating a file when another block fails."""
+    client = _distributed_client(writes[0], kwargs) if writes else None
+    if client is None:
+        try:
+            return dask.compute(*writes, **kwargs)
+        except BaseException:
+            for w in writes:
+                w._cleanup(None)
+            raise
+    from distributed import wait
+
+    kwargs = {k: v for k, v in kwargs.items() if k != "scheduler"}
+    firsts = [w._first_task() for w in writes]
+    held = [f for f in firsts if f is not None]
+    futures = client.compute(list(writes) + held, **kwargs)
+    done, started = futures[:len(writes)], iter(futures[len(writes):])
+    try:
+        return [f.result() for f in done]
+    except BaseException:
+        for w, f in zip(writes, firsts):
+            first = None if f is None else next(started)
+            if first is not None:
+                wait(first)
+            ok = first is not None and first.status == "finished"
+            w._cleanup(first.result() if ok else None)
+        raise
+
 
 
 class _Janitor(Callback):

@@ -11,7 +11,9 @@ xarray (the model is docs/FORMAT.md's "Datasets").
 - The dataset's own attributes are ``dataset.yaml``, an NDL document
   (``attributes:``); a sub-folder is a sub-group (a ``DataTree`` node).
 - A write builds the whole folder beside its target, under a hidden name, and moves
-  it into place when every variable is written; on any failure nothing is left.
+  it into place when every variable is written; on any failure nothing is left. (A
+  replaced dataset is moved aside first: for the moment between the two renames,
+  neither is at the target.)
 
 Imported only when used.
 """
@@ -23,11 +25,11 @@ import uuid
 import xarray as xr
 from xarray.core import indexing
 
-from . import Error, _is_remote, _rastore
+from . import Error, _folder_attributes, _is_remote, _rastore
 from ._array import Array
 from ._xarray import RastoreBackendArray, _plain, labels, trailer
 
-ATTRIBUTES = "dataset.yaml"
+from . import _DATASET_ATTRIBUTES as ATTRIBUTES
 
 
 def is_dataset(path):
@@ -56,15 +58,7 @@ def _raw(folder, drop_variables):
         # A file written alone, as a DataArray, carries its coordinates inline.
         for c, v in coords.items():
             variables.setdefault(c, v)
-    attrs = {}
-    path = os.path.join(folder, ATTRIBUTES)
-    if os.path.isfile(path):
-        with open(path, "rb") as f:
-            doc = _rastore.ndl_document(f.read())
-        if doc is None or not isinstance(doc.get("attributes", {}), dict):
-            raise Error(f"{path}: not an NDL document with a mapping of attributes")
-        attrs = doc.get("attributes") or {}
-    return variables, attrs
+    return variables, _folder_attributes(folder)
 
 
 def open_dataset(folder, *, drop_variables=None, **decoders):
@@ -85,7 +79,7 @@ def open_datatree(folder, **kwargs):
     def walk(path, at):
         nodes[at] = open_dataset(path, **kwargs)
         for e in _entries(path):
-            if e.is_dir():
+            if e.is_dir(follow_symlinks=False):
                 walk(e.path, f"{at.rstrip('/')}/{e.name}")
 
     walk(os.fspath(folder), "/")
@@ -159,13 +153,12 @@ def write(folder, obj, *, durable=False, split_links=False, storage_options=None
         else:
             _write_node(obj, tmp, delayed, options)
         if delayed:
-            import dask
+            from . import _dask
 
-            dask.compute(*delayed)
-        _place(tmp, folder)
+            # On a failure each write cleans up, once its first task has ended.
+            _dask.compute_writes(delayed)
+        _place(tmp, folder, durable)
     except BaseException:
-        for w in delayed:
-            w.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
@@ -177,10 +170,32 @@ def _replaceable(folder):
     return not names or any(n.endswith(".ra") or n == ATTRIBUTES for n in names)
 
 
-def _place(tmp, folder):
-    """Moves the complete ``tmp`` to ``folder``; an old dataset there goes only after."""
+def _sync_folder(path):
+    if os.name == "nt":
+        return  # Windows has no fsync of a folder; NTFS journals its names.
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_tree(top):
+    """fsyncs every folder of ``top`` (its files were synced as they were named)."""
+    for path, _, _ in os.walk(top):
+        _sync_folder(path)
+
+
+def _place(tmp, folder, durable):
+    """Moves the complete ``tmp`` to ``folder``. An old dataset there is moved aside
+    first and removed after: for the moment between the two renames, neither is
+    there. With ``durable``, the folders are synced before and after."""
+    if durable:
+        _sync_tree(tmp)
     if not os.path.exists(folder):
         os.rename(tmp, folder)
+        if durable:
+            _sync_folder(os.path.dirname(folder))
         return
     old = f"{tmp}.old"
     os.rename(folder, old)
@@ -190,6 +205,8 @@ def _place(tmp, folder):
         os.rename(old, folder)
         raise
     shutil.rmtree(old, ignore_errors=True)
+    if durable:
+        _sync_folder(os.path.dirname(folder))
 
 
 def guess(path):

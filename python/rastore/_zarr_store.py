@@ -10,6 +10,7 @@ computed by the Rust core (``rastore::convert::refs``), which ``rastore.referenc
 and ``ra refs`` share. The store pickles as its location, so Dask workers open the file
 themselves."""
 
+import asyncio
 import json
 import os
 
@@ -18,7 +19,7 @@ from zarr.abc.store import (ByteRequest, OffsetByteRequest, RangeByteRequest, St
                             SuffixByteRequest)
 from zarr.core.buffer import default_buffer_prototype
 
-from . import _is_remote, _location, _rastore, _settings
+from . import _folder_attributes, _is_remote, _location, _rastore, _settings
 
 
 class _ArrayNode:
@@ -101,17 +102,6 @@ class _ArrayNode:
         return data
 
 
-def _folder_attributes(folder):
-    """A dataset folder's attributes (its ``dataset.yaml``), or none."""
-    path = os.path.join(folder, "dataset.yaml")
-    if not os.path.isfile(path):
-        return {}
-    with open(path, "rb") as f:
-        doc = _rastore.ndl_document(f.read()) or {}
-    attrs = doc.get("attributes")
-    return attrs if isinstance(attrs, dict) else {}
-
-
 def _group_docs(zarr_format, members, attributes=None):
     """A group's metadata documents, by key within it; in v3 its members' metadata
     consolidated (xarray asks). ``members``: (path, {key: doc}) of every node below."""
@@ -154,7 +144,7 @@ class ZarrStore(Store):
     ``zarr_format=3`` (the default) describes the column-major chunks as a
     ``transpose`` codec; ``zarr_format=2`` as ``order: "F"``, which zarr-python 3.1
     decodes several times faster (docs/ZARR.md has the figures), with consolidated
-    ``.zmetadata``.
+    ``.zmetadata`` for a group.
     """
 
     supports_writes = False
@@ -203,7 +193,7 @@ class ZarrStore(Store):
         for entry in sorted(os.scandir(folder), key=lambda e: e.name):
             if entry.name.startswith("."):
                 continue
-            if entry.is_dir():
+            if entry.is_dir(follow_symlinks=False):
                 below = self._folder(entry.path, f"{prefix}{entry.name}/", docs, arrays)
                 group = _group_docs(self.zarr_format, below, _folder_attributes(entry.path))
                 members.append((entry.name, group))
@@ -256,7 +246,11 @@ class ZarrStore(Store):
 
     async def get(self, key, prototype=None, byte_range: "ByteRequest | None" = None):
         prototype = prototype or default_buffer_prototype()
-        data = self._value(key)
+        if _is_remote(self.location):
+            # A ranged GET blocks: off the event loop, so that chunks are fetched at once.
+            data = await asyncio.to_thread(self._value, key)
+        else:
+            data = self._value(key)
         if data is None:
             return None
         return prototype.buffer.from_array_like(np.ascontiguousarray(_slice(data, byte_range)))

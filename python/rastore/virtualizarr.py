@@ -8,7 +8,8 @@ column-major, then ``bytes`` in the file's byte order), as ``rastore.ZarrStore``
 it. ``to_icechunk()`` saves it. VirtualiZarr's ``to_kerchunk()`` writes Zarr v2, whose
 conversion of a ``transpose`` it does not make (it always writes ``order: "C"``): for
 arrays of two or more dimensions use ``rastore.references`` (``ra refs``), which writes
-kerchunk references with ``order: "F"`` and no fill value itself. (VirtualiZarr's
+kerchunk references with ``order: "F"`` and no fill value but the data's
+``_FillValue`` itself. (VirtualiZarr's
 kerchunk output keeps the Zarr v3 fill value, 0, which xarray takes as ``_FillValue``:
 open it with ``mask_and_scale=False``, or the data's zeros read as NaN.)
 
@@ -33,7 +34,7 @@ def _location(url):
     parsed = urlparse(str(url))
     if parsed.scheme == "file":
         return unquote(parsed.path)
-    if parsed.scheme in ("", "s3"):
+    if parsed.scheme in ("", "s3") or len(parsed.scheme) == 1:  # C:\ is a path
         return os.fspath(url)
     raise ValueError(
         f"{url}: RaParser reads local files (file:// or a path) and s3:// objects")
@@ -41,7 +42,7 @@ def _location(url):
 
 def _url(url):
     """The URL chunks are referenced by: ``file://`` for a local path."""
-    if urlparse(str(url)).scheme:
+    if len(urlparse(str(url)).scheme) > 1:
         return str(url)
     return "file://" + os.path.abspath(os.fspath(url))
 

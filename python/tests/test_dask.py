@@ -164,7 +164,9 @@ def test_a_create_that_lands_after_the_failure_is_removed(tmp_path, monkeypatch)
     failed, created = threading.Event(), threading.Event()
 
     def slow_create(*args):
-        failed.wait(timeout=2)  # until the client has seen block 2 fail (or 2 s)
+        # Until the client has seen block 2 fail; with the fix the client waits for
+        # this task instead, so it goes on after 2 s.
+        failed.wait(timeout=2)
         create(*args)
         created.set()
 

@@ -117,8 +117,17 @@ def test_a_tree_round_trips_through_folders_and_zarr_groups(tmp_path):
 
 
 def test_dask_variables_are_written_by_the_workers(tmp_path, client):
+    da = pytest.importorskip("dask.array")
     ds = _dataset(chunks={"time": 2})
     rastore.write(tmp_path / "run", ds)
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "run", engine="rastore").load(),
+                                ds.compute())
+    # A block failing on a worker: nothing new is left, and the dataset there is whole.
+    failing = ds["temp"].copy(data=da.from_array(ds["temp"].values, chunks=(4, 5, 2))
+                              .map_blocks(_fails_on_block_two, dtype="f4"))
+    with pytest.raises(ValueError, match="block 2 is bad"):
+        rastore.write(tmp_path / "run", ds.assign(temp=failing, temp2=failing * 2))
+    assert os.listdir(tmp_path) == ["run"]
     xr.testing.assert_identical(xr.open_dataset(tmp_path / "run", engine="rastore").load(),
                                 ds.compute())
 

@@ -240,9 +240,9 @@ fn info_line(i: &rastore::info::FileInfo) -> String {
     )
 }
 
-/// Runs `each` over `files`, reporting failures on stderr; fails if any did.
 /// Runs `each` on every file, a folder standing for its dataset's variables (and its
-/// sub-groups'); a bad file is reported and the others go on.
+/// sub-groups'); failures are reported on stderr and the others go on; fails if any
+/// did.
 fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcome {
     let mut bad = false;
     let mut all = Vec::new();

@@ -8,10 +8,11 @@
 //!
 //! A short last chunk: by default a chunk holds the largest count of frames that
 //! divides the frame count within the chunk size (about 16 MiB, at least one frame), so
-//! every chunk is whole and no reference reaches past the data. A frame count given
-//! that does not divide leaves a short last chunk: a store pads it in memory, and
-//! references carry it inline (base64), padded with the fill value, never a range past
-//! the data.
+//! every chunk is whole and no reference reaches past the data; where that divisor is
+//! under a quarter of what fits (a prime frame count of small frames), chunks hold what
+//! fits instead. A frame count that does not divide leaves a short last chunk: a store
+//! pads it in memory, and references carry it inline (base64), padded with zeros, never
+//! a range past the data.
 //!
 //! Refused by name: LZ4 data (one block: no chunk is a byte range), Julia BitArrays
 //! (elements are bits), files open for appending (their frame count is moving), types
@@ -78,16 +79,22 @@ fn refusal(h: &Header) -> Option<String> {
 }
 
 /// The frames per chunk: `asked`, or the largest count that divides `frames` within
-/// [`CHUNK_BYTES`] (at least one).
+/// [`CHUNK_BYTES`] (at least one), unless that is under a quarter of what fits: then
+/// what fits (chunks of a few bytes would make millions of keys).
 fn frames_per_chunk(frames: u64, frame_bytes: u64, asked: Option<u64>) -> u64 {
     if let Some(k) = asked {
         return k.clamp(1, frames.max(1));
     }
     let most = (CHUNK_BYTES / frame_bytes.max(1)).clamp(1, frames.max(1));
-    (1..=most)
+    let divisor = (1..=most)
         .rev()
         .find(|k| frames.is_multiple_of(*k))
-        .unwrap_or(1)
+        .unwrap_or(1);
+    if divisor * 4 < most {
+        most
+    } else {
+        divisor
+    }
 }
 
 /// A `_FillValue` attribute (xarray's, CF's) taken out of `attrs`, as Zarr holds it:
@@ -117,7 +124,15 @@ fn fill_value(attrs: &mut Map<String, Value>, dtype: crate::DType) -> Option<(Va
         f64::INFINITY => json!("Infinity"),
         f64::NEG_INFINITY => json!("-Infinity"),
         _ if float => json!(x),
-        _ => attrs["_FillValue"].clone(),
+        // An integer type's fill value is a whole number it holds.
+        _ if x.fract() == 0.0 && x >= i64::MIN as f64 && x <= u64::MAX as f64 => {
+            if x < 0.0 {
+                json!(x as i64)
+            } else {
+                json!(x as u64)
+            }
+        }
+        _ => return None,
     };
     let attribute = if float {
         json!(meta::base64_encode(&x.to_le_bytes()))
@@ -333,6 +348,9 @@ mod tests {
     fn chunks_divide_the_frames_unless_asked_otherwise() {
         // 4 MiB frames: 4 fit 16 MiB, and 1009 frames (a prime) take one each.
         assert_eq!(frames_per_chunk(1009, 4 << 20, None), 1);
+        // A prime count of small frames: what fits, a short last chunk.
+        assert_eq!(frames_per_chunk(4_194_301, 8, None), 2 << 20);
+        assert_eq!(frames_per_chunk(1021, 4096, None), 1021);
         assert_eq!(frames_per_chunk(1000, 4 << 20, None), 4);
         assert_eq!(frames_per_chunk(1000, 3 << 20, None), 5);
         assert_eq!(frames_per_chunk(7, 100, None), 7);
