@@ -1,10 +1,11 @@
 """Reading a .ra through Zarr in place (rastore.ZarrStore, kerchunk references) against
 converting it to Zarr first and against rastore.to_dask, in one run.
 
-A float32 array of GIB GiB, 1024 x 1024 x frames, written by `ra demo --keep`. Each case
-runs RUNS times with the page cache warm (every input read once before), `sync`
-before each. The cases:
-- `convert`: `ra convert x.ra x.zarr` (uncompressed, whole-frame chunks): the copy a
+A float32 array of GIB GiB, 1024 x 1024 x frames, written by `ra demo --keep`; chunks
+of 16 MiB (4 whole frames) on every side. Each case runs RUNS times, `sync` before
+each, with the page cache warm (every input read once before), or with `cold` as the
+fifth argument, dropped before each run (root). The cases:
+- `convert`: `ra convert x.ra x.zarr` (uncompressed, the same chunks): the copy a
   pipeline makes today before any Zarr reader can start;
 - `open`: `xr.open_zarr(rastore.ZarrStore(x.ra))`, metadata only;
 - `sum via ...`: a Dask sum over the whole array (the default threaded scheduler),
@@ -12,10 +13,11 @@ before each. The cases:
   `rastore.references`, through zarr-python over the converted copy, and through
   `rastore.to_dask` (the native path).
 
-Usage: zarr_inplace.py RA DIR RUNS [GIB]
+Usage: zarr_inplace.py RA DIR RUNS [GIB] [cold]
 Prints `name<TAB>median<TAB>min<TAB>max` in seconds, then the ratios.
 """
 import glob
+import json
 import os
 import shutil
 import statistics
@@ -31,10 +33,16 @@ import zarr
 import rastore
 
 
+COLD = False
+
+
 def timed(runs, fn):
     out = []
     for _ in range(runs):
         subprocess.run(["sync"], check=True)
+        if COLD:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
         t = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t)
@@ -42,8 +50,10 @@ def timed(runs, fn):
 
 
 def main():
+    global COLD
     ra, folder, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
     gib = int(sys.argv[4]) if len(sys.argv) > 4 else 4
+    COLD = len(sys.argv) > 5 and sys.argv[5] == "cold"
     os.makedirs(folder, exist_ok=True)
     subprocess.run([ra, "demo", "--gib", str(gib), "--keep", "--dir", folder], check=True,
                    stdout=subprocess.DEVNULL)
@@ -53,12 +63,14 @@ def main():
     copy = os.path.join(folder, "x.zarr")
     open(path, "rb").read()  # warm
     store = rastore.ZarrStore(path, group=False)
+    assert json.loads(bytes(store._value("zarr.json")))["chunk_grid"]["configuration"][
+        "chunk_shape"] == [1024, 1024, 4]
     store2 = rastore.ZarrStore(path, group=False, zarr_format=2)
     refs = rastore.references(path)
 
     def convert():
         shutil.rmtree(copy, ignore_errors=True)
-        subprocess.run([ra, "convert", path, copy], check=True)
+        subprocess.run([ra, "convert", path, copy, "--chunks", "1024,1024,4"], check=True)
 
     results = {
         "convert": timed(runs, convert),
