@@ -150,12 +150,19 @@ pub fn write_references(
 /// The name of the array a file holds in a group: its file name without `.ra`.
 pub fn array_name(input: &Path) -> String {
     let s = input.to_string_lossy();
-    let base = s
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or("array");
-    let stem = base.strip_suffix(".ra").unwrap_or(base);
+    let base = match s.strip_prefix("s3://") {
+        Some(key) => key
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_string(),
+        None => input
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let stem = base.strip_suffix(".ra").unwrap_or(&base);
     if stem.is_empty() || stem.starts_with('.') {
         "array".into()
     } else {
@@ -175,5 +182,6 @@ mod tests {
         assert!(frames_of_chunks(&[0], &[4, 5, 9]).is_err());
         assert_eq!(array_name(Path::new("s3://b/scans/ct.ra")), "ct");
         assert_eq!(array_name(Path::new("/data/x")), "x");
+        assert_eq!(array_name(Path::new("a/.hidden.ra")), "array");
     }
 }
