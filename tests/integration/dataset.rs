@@ -30,7 +30,7 @@ fn the_tool_reads_a_folder_as_its_variables() {
     let lines: Vec<&str> = info.lines().collect();
     assert_eq!(lines.len(), 3, "{info}");
     assert!(
-        lines[0].contains("coils/c0.ra") && lines[0].contains("[3]"),
+        lines[0].contains("c0.ra") && lines[0].contains("[3]"),
         "{info}"
     );
     assert!(
