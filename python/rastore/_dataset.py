@@ -27,7 +27,7 @@ from xarray.core import indexing
 
 from . import Error, _folder_attributes, _is_remote, _rastore
 from ._array import Array
-from ._xarray import RastoreBackendArray, _plain, labels, trailer
+from ._xarray import RastoreBackendArray, _plain, labels
 
 from . import _DATASET_ATTRIBUTES as ATTRIBUTES
 

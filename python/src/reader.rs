@@ -40,6 +40,13 @@ pub fn strides(selections: Vec<Vec<(u64, u64, u64)>>) -> Vec<Vec<Stride>> {
         .collect()
 }
 
+/// The indices of a gather, which NumPy hands over contiguous.
+pub fn indices_of<'a>(indices: &'a PyReadonlyArray1<'_, u64>) -> PyResult<&'a [u64]> {
+    indices
+        .as_slice()
+        .map_err(|e| error(format!("indices must be contiguous: {e}")))
+}
+
 /// The bytes of a writeable, contiguous `uint8` array.
 pub fn bytes_mut<'a>(buf: &'a mut PyReadwriteArray1<'_, u8>) -> PyResult<&'a mut [u8]> {
     buf.as_slice_mut()
@@ -71,9 +78,7 @@ impl ReaderCore {
         indices: PyReadonlyArray1<'_, u64>,
         mut buf: PyReadwriteArray1<'_, u8>,
     ) -> PyResult<()> {
-        let indices = indices
-            .as_slice()
-            .map_err(|e| error(format!("indices must be contiguous: {e}")))?;
+        let indices = indices_of(&indices)?;
         let sels = along(&base, axis, indices)?;
         let out = bytes_mut(&mut buf)?;
         py.detach(|| self.reader.read_many_into(&sels, out))
@@ -89,9 +94,7 @@ impl ReaderCore {
         axis: usize,
         indices: PyReadonlyArray1<'_, u64>,
     ) -> PyResult<bool> {
-        let indices = indices
-            .as_slice()
-            .map_err(|e| error(format!("indices must be contiguous: {e}")))?;
+        let indices = indices_of(&indices)?;
         let step = (indices.len() / 8).max(1);
         let probes: Vec<u64> = indices.iter().step_by(step).take(8).copied().collect();
         let sels = along(&base, axis, &probes)?;

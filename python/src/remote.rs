@@ -13,7 +13,7 @@ use rastore::{DType, Encoding, Header};
 
 use crate::errors::{error, to_py};
 use crate::io::bytes_of;
-use crate::reader::{along, bytes_mut, strides};
+use crate::reader::{along, bytes_mut, indices_of, strides};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RemoteFileCore>()?;
@@ -125,9 +125,7 @@ impl RemoteFileCore {
         indices: PyReadonlyArray1<'_, u64>,
         mut buf: PyReadwriteArray1<'_, u8>,
     ) -> PyResult<()> {
-        let indices = indices
-            .as_slice()
-            .map_err(|e| error(format!("indices must be contiguous: {e}")))?;
+        let indices = indices_of(&indices)?;
         let sels = along(&base, axis, indices)?;
         let out = bytes_mut(&mut buf)?;
         py.detach(|| self.ra.read_many_into(&sels, out))

@@ -178,3 +178,11 @@ def bit_array(path):
     head = np.array([0x7961727261776172, 4, 5, 8, len(words), 2, 9, 10], "<u8").tobytes()
     path.write_bytes(head + words.tobytes())
     return bits
+
+
+def fails_on_block_two(block, block_info=None):
+    """A ``map_blocks`` function that raises on the block at index 2 of the last axis:
+    a Dask run that fails partway."""
+    if block_info is not None and block_info[0]["chunk-location"][-1] == 2:
+        raise ValueError("block 2 is bad")
+    return block

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import rastore
+from conftest import fails_on_block_two
 
 if os.environ.get("CI"):
     import dask.array as da  # CI installs rastore[dask]: its absence is a failure there
@@ -136,14 +137,8 @@ def test_dask_writes_match_numpy_writes_byte_for_byte(tmp_path, client, chunks):
     assert 0xAB not in (tmp_path / "p.ra").read_bytes()[64:64 + q.nbytes]
 
 
-def _fails_on_block_two(block, block_info=None):
-    if block_info is not None and block_info[0]["chunk-location"][-1] == 2:
-        raise ValueError("block 2 is bad")
-    return block
-
-
 def test_a_failing_block_leaves_no_file(tmp_path, client):
-    x = da.ones((8, 8, 10), chunks=(8, 8, 2), dtype="f4").map_blocks(_fails_on_block_two, dtype="f4")
+    x = da.ones((8, 8, 10), chunks=(8, 8, 2), dtype="f4").map_blocks(fails_on_block_two, dtype="f4")
     with pytest.raises(ValueError, match="block 2 is bad"):
         rastore.write(tmp_path / "f.ra", x)
     assert os.listdir(tmp_path) == []
@@ -171,7 +166,7 @@ def test_a_create_that_lands_after_the_failure_is_removed(tmp_path, monkeypatch)
         created.set()
 
     monkeypatch.setattr(_dask._rastore, "create_file", slow_create)
-    x = da.ones((8, 8, 10), chunks=(8, 8, 2), dtype="f4").map_blocks(_fails_on_block_two, dtype="f4")
+    x = da.ones((8, 8, 10), chunks=(8, 8, 2), dtype="f4").map_blocks(fails_on_block_two, dtype="f4")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster):
@@ -294,7 +289,7 @@ def test_dask_on_s3_both_ways_on_the_cluster(s3, client):
 
 def test_a_failing_block_aborts_the_s3_upload(s3, client):
     o = s3.options
-    x = da.ones((512, 512, 40), chunks=(512, 512, 8), dtype="f4").map_blocks(_fails_on_block_two, dtype="f4")
+    x = da.ones((512, 512, 40), chunks=(512, 512, 8), dtype="f4").map_blocks(fails_on_block_two, dtype="f4")
     with pytest.raises(ValueError, match="block 2 is bad"):
         rastore.write(s3.url("bad.ra"), x, storage_options=o)
     assert not s3.object("bad.ra").exists()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import rastore
+from conftest import fails_on_block_two
 
 xr = pytest.importorskip("xarray")
 pd = pytest.importorskip("pandas")
@@ -124,18 +125,12 @@ def test_dask_variables_are_written_by_the_workers(tmp_path, client):
                                 ds.compute())
     # A block failing on a worker: nothing new is left, and the dataset there is whole.
     failing = ds["temp"].copy(data=da.from_array(ds["temp"].values, chunks=(4, 5, 2))
-                              .map_blocks(_fails_on_block_two, dtype="f4"))
+                              .map_blocks(fails_on_block_two, dtype="f4"))
     with pytest.raises(ValueError, match="block 2 is bad"):
         rastore.write(tmp_path / "run", ds.assign(temp=failing, temp2=failing * 2))
     assert os.listdir(tmp_path) == ["run"]
     xr.testing.assert_identical(xr.open_dataset(tmp_path / "run", engine="rastore").load(),
                                 ds.compute())
-
-
-def _fails_on_block_two(block, block_info=None):
-    if block_info is not None and block_info[0]["chunk-location"][-1] == 2:
-        raise ValueError("block 2 is bad")
-    return block
 
 
 def test_a_failed_write_at_any_variable_leaves_nothing(tmp_path):
@@ -144,7 +139,7 @@ def test_a_failed_write_at_any_variable_leaves_nothing(tmp_path):
     folder = tmp_path / "run"
     refused = (("lat",), np.array([object()] * 4))
     failing = ds["temp"].copy(data=da.from_array(ds["temp"].values, chunks=(4, 5, 2))
-                              .map_blocks(_fails_on_block_two, dtype="f4"))
+                              .map_blocks(fails_on_block_two, dtype="f4"))
     cases = {
         "a refused variable first": xr.Dataset({"a": refused}).merge(ds),
         "a refused variable last": ds.assign(zz=refused),
