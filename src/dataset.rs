@@ -63,8 +63,7 @@ fn walk(folder: &Path, group: &str, out: &mut Vec<Variable>) -> Result<()> {
 pub fn describe(folder: &Path) -> Result<String> {
     let mut arrays = Hash::new();
     for v in variables(folder)? {
-        let (header, _) = crate::read::read_header_at(&v.path)?;
-        let trailer = crate::read::read_metadata(&v.path)?;
+        let (header, trailer) = crate::read::read_header_and_metadata(&v.path)?;
         let shown = v.path.to_string_lossy();
         let mut entity = crate::ndl::describe_entity(&header, &trailer);
         if let Yaml::Hash(h) = &mut entity {

@@ -91,8 +91,8 @@ pub use header::{header_len, Encoding, Flags, Header, FIXED_LEN, MAGIC};
 pub use layout::{copy_to_fortran, transpose_c_to_f, Progress};
 pub use mapped::{MappedRa, MappedRaMut};
 pub use read::{
-    decode, decoded, read, read_bool, read_bool_from, read_from, read_header_at, read_metadata,
-    read_raw, read_raw_from, RawData,
+    decode, decoded, read, read_bool, read_bool_from, read_from, read_header_and_metadata,
+    read_header_at, read_metadata, read_raw, read_raw_from, RawData,
 };
 pub use reader::DataReader;
 pub use selection::Stride;

@@ -477,6 +477,11 @@ pub(crate) fn data_end_at(file: &File, h: &Header, len: u64) -> Result<u64> {
 
 /// Reads the metadata trailer of `path` (every byte after the data segment).
 pub fn read_metadata(path: impl AsRef<Path>) -> Result<Vec<u8>> {
+    Ok(read_header_and_metadata(path)?.1)
+}
+
+/// Reads and validates the header of `path` and its metadata trailer, with one open.
+pub fn read_header_and_metadata(path: impl AsRef<Path>) -> Result<(Header, Vec<u8>)> {
     let path = path.as_ref();
     let (mut f, len) = open_len(path)?;
     let h = read_header_at_start(&f, len).at(path)?;
@@ -485,5 +490,15 @@ pub fn read_metadata(path: impl AsRef<Path>) -> Result<Vec<u8>> {
     io::Seek::seek(&mut f, io::SeekFrom::Start(start)).map_err(io_at("seek", path))?;
     f.read_to_end(&mut out)
         .map_err(io_at("read metadata", path))?;
-    Ok(out)
+    Ok((h, out))
+}
+
+/// The start of the trailer of the open plain file of `h` (`len` bytes), as much of it
+/// as an NDL document may hold: enough for its labels and types, and never sized by
+/// an untrusted trailer's length.
+pub(crate) fn ndl_trailer_of(file: &File, h: &Header, len: u64) -> io::Result<Vec<u8>> {
+    let start = h.trailer_start(len);
+    let mut trailer = vec![0u8; (len - start).min(crate::ndl::MAX_TRAILER_YAML as u64) as usize];
+    crate::sys::read_exact_at(file, &mut trailer, start)?;
+    Ok(trailer)
 }

@@ -183,6 +183,8 @@ class ZarrStore(Store):
                 docs.update(group)
         if self.zarr_format == 2 and (self.group or os.path.isdir(self.location)):
             docs[".zmetadata"] = {"zarr_consolidated_format": 1, "metadata": dict(docs)}
+        # Longest prefix first, so that a key's array is the first that prefixes it.
+        arrays = dict(sorted(arrays.items(), key=lambda item: -len(item[0])))
         self._nodes = (docs, arrays)
         return self._nodes
 
@@ -214,9 +216,8 @@ class ZarrStore(Store):
         docs, arrays = self._tree()
         if key in docs:
             return np.frombuffer(json.dumps(docs[key]).encode(), dtype="u1")
-        for prefix in sorted(arrays, key=len, reverse=True):
+        for prefix, node in arrays.items():
             if key.startswith(prefix):
-                node = arrays[prefix]
                 i = node.chunk_index(key[len(prefix):], self.zarr_format)
                 if i is None:
                     return None

@@ -149,9 +149,8 @@ pub fn write_box(path: &Path, block: &Block, data: &[u8]) -> Result<()> {
         ))
         .at(path));
     }
-    let start = h.trailer_start(len);
-    let mut trailer = vec![0u8; (len - start).min(crate::ndl::MAX_TRAILER_YAML as u64) as usize];
-    crate::sys::read_exact_at(&file, &mut trailer, start).map_err(io_at("read metadata", path))?;
+    let trailer =
+        crate::read::ndl_trailer_of(&file, &h, len).map_err(io_at("read metadata", path))?;
     let desc = Desc {
         dtype: h.dtype(),
         dims: h.dims().to_vec(),

@@ -42,9 +42,8 @@ fn opened(input: &Path, options: &ConvertOptions) -> Result<(Header, Vec<u8>, Re
     let file = File::open(input).map_err(io_at("open", input))?;
     let len = file.metadata().map_err(io_at("stat", input))?.len();
     let h = crate::read::read_header_at_start(&file, len).map_err(|e| e.at(input))?;
-    let start = h.trailer_start(len);
-    let mut trailer = vec![0u8; (len - start).min(crate::ndl::MAX_TRAILER_YAML as u64) as usize];
-    crate::sys::read_exact_at(&file, &mut trailer, start).map_err(io_at("read metadata", input))?;
+    let trailer =
+        crate::read::ndl_trailer_of(&file, &h, len).map_err(io_at("read metadata", input))?;
     let shown = input.to_path_buf();
     let read = move |r: Range<u64>| -> Result<Vec<u8>> {
         let mut buf = vec![0u8; (r.end - r.start) as usize];

@@ -333,8 +333,7 @@ pub fn describe(a: &FileArg) -> Outcome {
     } else if is_npy(&a.file) {
         rastore::formats::npy::describe_npy(&name, &npy_header(&a.file)?)?
     } else {
-        let (h, _) = rastore::read_header_at(&a.file)?;
-        let trailer = rastore::read_metadata(&a.file)?;
+        let (h, trailer) = rastore::read_header_and_metadata(&a.file)?;
         rastore::formats::ndl::describe(&name, &h, &trailer)
     };
     io::stdout().write_all(doc.as_bytes())?;
@@ -488,8 +487,7 @@ pub fn meta(a: &MetaArgs) -> Outcome {
     let options = WriteOptions::new().split_links(a.split_links);
     if let Some(src) = &a.set {
         let bytes = read_input(src)?;
-        let (h, _) = rastore::read_header_at(&a.file)?;
-        let old = rastore::read_metadata(&a.file)?;
+        let (h, old) = rastore::read_header_and_metadata(&a.file)?;
         let elbyte = h.dtype().elbyte;
         let needed = rastore::formats::ndl::numpy_descr(&old, elbyte);
         if needed.is_some()
@@ -518,8 +516,7 @@ pub fn meta(a: &MetaArgs) -> Outcome {
                 ))),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let (h, _) = rastore::read_header_at(&a.file)?;
-        let old = rastore::read_metadata(&a.file)?;
+        let (h, old) = rastore::read_header_and_metadata(&a.file)?;
         let new = rastore::formats::ndl::edit_attributes(&h, &old, &set, &a.del_attr)
             .map_err(|e| e.at(&a.file))?;
         options.replace_metadata(&a.file, &new)?;
