@@ -70,7 +70,7 @@ def main():
 
     def convert():
         shutil.rmtree(copy, ignore_errors=True)
-        subprocess.run([ra, "convert", path, copy, "--chunks", "1024,1024,4"], check=True)
+        subprocess.run([ra, "convert", path, copy, "--array", "--chunks", "1024,1024,4"], check=True)
 
     results = {
         "convert": timed(runs, convert),

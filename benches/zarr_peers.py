@@ -118,10 +118,10 @@ def main():
     back, copy = os.path.join(d, "zb-back.ra"), os.path.join(d, "zb-copy.ra")
     cases = [
         ("cp", lambda: ra_cp(x, copy), copy),
-        ("ra ra->zarr", lambda: ra(binary, "convert", *chunks, x, plain), plain),
+        ("ra ra->zarr", lambda: ra(binary, "convert", "--array", *chunks, x, plain), plain),
         ("zarr-python ra->zarr", lambda: zarr_write(x, plain, dims, False), plain),
         ("ra ra->zarr zstd",
-         lambda: ra(binary, "convert", *chunks, "--codec", "zstd:3", x, packed), packed),
+         lambda: ra(binary, "convert", "--array", *chunks, "--codec", "zstd:3", x, packed), packed),
         ("zarr-python ra->zarr zstd", lambda: zarr_write(x, packed, dims, True), packed),
     ]
     results = {}

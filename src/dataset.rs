@@ -82,8 +82,31 @@ pub fn describe(folder: &Path) -> Result<String> {
     Ok(crate::ndl::to_text(&Yaml::Hash(top)))
 }
 
+/// Each `dataset.yaml` of the dataset at `folder` and of its sub-groups, with how many
+/// attributes it holds; the first that is no NDL document of attributes is an error
+/// naming it.
+pub fn attribute_files(folder: &Path) -> Result<Vec<(PathBuf, usize)>> {
+    let mut out = Vec::new();
+    let mut folders = vec![folder.to_path_buf()];
+    while let Some(dir) = folders.pop() {
+        if let Some(a) = attributes(&dir)? {
+            let n = a.as_hash().map_or(0, |h| h.len());
+            out.push((dir.join(ATTRIBUTES), n));
+        }
+        let entries = std::fs::read_dir(&dir).map_err(io_at("read the folder", &dir))?;
+        for e in entries.flatten() {
+            let hidden = e.file_name().to_string_lossy().starts_with('.');
+            if !hidden && e.file_type().is_ok_and(|t| t.is_dir()) {
+                folders.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// The attributes in the folder's `dataset.yaml`, if it has one.
-fn attributes(folder: &Path) -> Result<Option<Yaml>> {
+pub fn attributes(folder: &Path) -> Result<Option<Yaml>> {
     let path = folder.join(ATTRIBUTES);
     if !path.is_file() {
         return Ok(None);
@@ -95,5 +118,12 @@ fn attributes(folder: &Path) -> Result<Option<Yaml>> {
         ))
         .at(&path)
     })?;
-    Ok(Some(doc["attributes"].clone()).filter(|a| !a.is_badvalue()))
+    match &doc["attributes"] {
+        Yaml::BadValue => Ok(None),
+        a @ Yaml::Hash(_) => Ok(Some(a.clone())),
+        _ => Err(Error::from(ErrorKind::InvalidArgument(
+            "its attributes are not a mapping of names to values".into(),
+        ))
+        .at(&path)),
+    }
 }

@@ -32,6 +32,78 @@ pub(crate) struct Placement {
     pub split_links: bool,
 }
 
+/// A folder under construction beside its `target`, under a hidden name, to be named
+/// `target` by [`NewFolder::place`]; dropped unplaced, it is removed with all it holds.
+pub(crate) struct NewFolder {
+    tmp: PathBuf,
+    target: PathBuf,
+    overwrite: bool,
+    placed: bool,
+}
+
+impl NewFolder {
+    /// Starts the folder `target`: refused if its folder is missing, or if it exists
+    /// and `overwrite` is not asked for.
+    pub fn create(target: &Path, overwrite: bool) -> Result<NewFolder> {
+        check_folder(target)?;
+        if !overwrite && fs::symlink_metadata(target).is_ok() {
+            return Err(exists(target));
+        }
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = parent_dir(target).join(format!(".{name}.{}-{n}.tmp", std::process::id()));
+        fs::create_dir(&tmp).map_err(io_at("create folder", target))?;
+        Ok(NewFolder {
+            tmp,
+            target: target.to_path_buf(),
+            overwrite,
+            placed: false,
+        })
+    }
+
+    /// Where it is being built.
+    pub fn path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Names it `target`; a folder there (when overwriting) is moved aside first and
+    /// removed after, or put back if the rename fails.
+    pub fn place(mut self) -> Result<()> {
+        let (tmp, to) = (&self.tmp, &self.target);
+        let old = tmp.with_extension("old");
+        let replacing = self.overwrite && fs::symlink_metadata(to).is_ok();
+        if replacing {
+            fs::rename(to, &old).map_err(io_at("rename", to))?;
+        }
+        if let Err(e) = fs::rename(tmp, to) {
+            if replacing {
+                let _ = fs::rename(&old, to);
+            }
+            return Err(Error::io("rename", e).at(to));
+        }
+        self.placed = true;
+        if replacing {
+            let gone = match fs::symlink_metadata(&old) {
+                Ok(m) if m.is_dir() => fs::remove_dir_all(&old),
+                _ => fs::remove_file(&old),
+            };
+            gone.map_err(io_at("remove the replaced output", &old))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for NewFolder {
+    fn drop(&mut self) {
+        if !self.placed {
+            let _ = fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
 /// Symbolic links followed before giving up, as the kernel's `ELOOP` limit.
 const MAX_LINKS: usize = 40;
 

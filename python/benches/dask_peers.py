@@ -141,7 +141,7 @@ def main():
         try:
             one = (1024, 1024, 256)  # 1 GiB
             rastore.write(f"s3://{BUCKET}/one.ra", rastore.open(small), storage_options=opts)
-            subprocess.run([RA, "convert", "--chunks", "1024,1024,4", small, f"s3://{BUCKET}/one.zarr"],
+            subprocess.run([RA, "convert", "--array", "--chunks", "1024,1024,4", small, f"s3://{BUCKET}/one.zarr"],
                            check=True, env={**os.environ, **env})
             from obstore.store import S3Store
 

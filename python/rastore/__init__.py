@@ -365,15 +365,18 @@ def info(path, *, storage_options=None):
 
 
 def convert(input, output, *, compress=False, overwrite=False, split_links=False, chunks=None,
-            codec=None, nan_gray=None, storage_options=None):
-    """``ra convert``: between ``.ra``, ``.npy``, ``.png`` and Zarr (a ``.zarr`` folder),
-    the input told by its contents and the output by its name, either side local or
-    ``s3://bucket/key``. ``chunks`` (a shape) and ``codec`` (``"zstd"``, ``"gzip:6"``,
-    ``"blosc"``, ``"none"``) shape a Zarr output; ``nan_gray`` (0 to 255) is the gray
-    of NaNs in a PNG scaled to gray, which are refused without it."""
+            codec=None, nan_gray=None, group=True, storage_options=None):
+    """``ra convert``: between ``.ra``, ``.npy``, ``.png``, ``.npz``, Zarr (a ``.zarr``
+    folder) and dataset folders, the input told by its contents and the output by its
+    name, either side local or ``s3://bucket/key``. A ``.zarr`` output is a group as
+    xarray's ``open_zarr`` opens it: of the one array (named after the input; with
+    ``group=False``, the bare array), or of a dataset's variables. ``chunks`` (a shape)
+    and ``codec`` (``"zstd"``, ``"gzip:6"``, ``"blosc"``, ``"none"``) shape a Zarr
+    output; ``nan_gray`` (0 to 255) is the gray of NaNs in a PNG scaled to gray, which
+    are refused without it."""
     chunks = None if chunks is None else [int(c) for c in chunks]
     _rastore.convert(_location(input), _location(output), compress, overwrite, split_links, chunks,
-                     codec, _settings(storage_options), nan_gray)
+                     codec, _settings(storage_options), nan_gray, bool(group))
 
 
 def to_dask(path, chunks=None, *, storage_options=None, name=None):

@@ -194,6 +194,7 @@ fn convert(
     codec: Option<String>,
     settings: Vec<(String, String)>,
     nan_gray: Option<u8>,
+    group: bool,
 ) -> PyResult<()> {
     let options = ConvertOptions::new()
         .compress(compress)
@@ -206,12 +207,12 @@ fn convert(
             Some(c) => c.parse().map_err(error)?,
             None => Default::default(),
         };
-        options.chunks(chunks).zarr_codec(codec)
+        options.chunks(chunks).zarr_codec(codec).zarr_array(!group)
     };
     #[cfg(not(feature = "zarr"))]
-    if chunks.is_some() || codec.is_some() {
+    if chunks.is_some() || codec.is_some() || !group {
         return Err(error(
-            "chunks and codec shape Zarr outputs: this build has no Zarr",
+            "chunks, codec and group shape Zarr outputs: this build has no Zarr",
         ));
     }
     #[cfg(feature = "s3")]

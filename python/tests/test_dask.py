@@ -250,7 +250,7 @@ def test_convert_to_and_from_zarr_on_s3_by_storage_options_alone(tmp_path, s3, m
     rastore.write(tmp_path / "a.ra", a)
     rastore.convert(tmp_path / "a.ra", s3.url("z.zarr"), storage_options=s3.options)
     # s3s-fs keeps objects as files: the store is a folder zarr-python reads too.
-    np.testing.assert_array_equal(zarr.open_array(str(s3.object("z.zarr")), mode="r")[...], a)
+    np.testing.assert_array_equal(zarr.open_group(str(s3.object("z.zarr")), mode="r")["a"][...], a)
     rastore.convert(s3.url("z.zarr"), tmp_path / "b.ra", storage_options=s3.options)
     np.testing.assert_array_equal(rastore.read(tmp_path / "b.ra"), a)
     with pytest.raises((rastore.Error, OSError)):

@@ -90,6 +90,103 @@ def test_zarr_both_ways_gives_the_same_dataset(tmp_path):
         xr.testing.assert_identical(xr.open_dataset(out, engine="rastore").load(), ds)
 
 
+def test_convert_makes_zarr_groups_that_xarray_opens_as_the_same_dataset(tmp_path):
+    """`rastore.convert` (the engine `ra convert` runs): a folder into a Zarr v3 group
+    with consolidated metadata, and Zarr groups xarray wrote (v3 and v2) into folders."""
+    zarr = pytest.importorskip("zarr")
+    ds = _dataset()
+    ds["temp"][0, 0, 0] = np.nan  # xarray's NaN _FillValue, as Zarr v3 attributes hold it
+    folder = tmp_path / "run"
+    rastore.write(folder, ds)
+    mine = xr.open_dataset(folder, engine="rastore").load()
+    rastore.convert(folder, tmp_path / "run.zarr")
+    group = zarr.open_group(tmp_path / "run.zarr", mode="r")
+    assert group.metadata.consolidated_metadata is not None
+    assert sorted(group.metadata.consolidated_metadata.metadata) == sorted(
+        ["area", "count", "land", "lat", "lon", "temp", "time"])
+    assert group["temp"].metadata.dimension_names == ("lat", "lon", "time")
+    assert "rawarray_trailer" not in group["temp"].attrs
+    z = xr.open_zarr(tmp_path / "run.zarr", consolidated=True).load()
+    xr.testing.assert_identical(z, mine)
+    xr.testing.assert_identical(z, ds)
+    # And back into a folder: the same files' worth.
+    rastore.convert(tmp_path / "run.zarr", tmp_path / "again")
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "again", engine="rastore").load(), ds)
+    np.testing.assert_array_equal(rastore.read(tmp_path / "again" / "count.ra"), ds["count"].values)
+    # Stores xarray wrote, v3 and v2, into folders whose files open alone.
+    for zarr_format in (3, 2):
+        z = tmp_path / f"x{zarr_format}.zarr"
+        ds.to_zarr(z, zarr_format=zarr_format)
+        out = tmp_path / f"conv{zarr_format}"
+        rastore.convert(z, out)
+        xr.testing.assert_identical(xr.open_dataset(out, engine="rastore").load(), ds)
+        xr.testing.assert_identical(xr.open_dataset(out, engine="rastore").load(),
+                                    xr.open_zarr(z).load())
+        alone = xr.open_dataarray(out / "temp.ra", engine="rastore")
+        assert alone.dims == ("lat", "lon", "time") and alone.attrs["units"] == "K"
+
+
+def test_one_array_into_zarr_is_a_group_xarray_opens_or_bare_when_asked(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    a = np.arange(24, dtype="<i4").reshape(2, 3, 4)
+    rastore.write(tmp_path / "scan.ra", a)
+    rastore.convert(tmp_path / "scan.ra", tmp_path / "g.zarr")
+    got = xr.open_zarr(tmp_path / "g.zarr")["scan"]
+    assert got.dims == ("dim_0", "dim_1", "dim_2")
+    np.testing.assert_array_equal(got.values, a)
+    xr.testing.assert_identical(got.load(), xr.open_dataarray(tmp_path / "scan.ra", engine="rastore")
+                                .rename("scan"))
+    # A group of one converts back as that array.
+    rastore.convert(tmp_path / "g.zarr", tmp_path / "back.ra")
+    assert open(tmp_path / "back.ra", "rb").read() == open(tmp_path / "scan.ra", "rb").read()
+    rastore.convert(tmp_path / "scan.ra", tmp_path / "bare.zarr", group=False)
+    np.testing.assert_array_equal(zarr.open_array(tmp_path / "bare.zarr", mode="r")[...], a)
+    # Several arrays into one file are refused, naming them.
+    rastore.write(tmp_path / "two", xr.Dataset({"a": ("x", [1, 2]), "b": ("x", [3, 4])}))
+    rastore.convert(tmp_path / "two", tmp_path / "two.zarr")
+    for source in ("two", "two.zarr"):
+        with pytest.raises(rastore.Error, match=r"(dataset folder|Zarr group) of 2 arrays \(a, b\)"):
+            rastore.convert(tmp_path / source, tmp_path / "one.ra")
+    assert not (tmp_path / "one.ra").exists()
+
+
+def test_a_folder_and_an_npz_both_ways(tmp_path):
+    ds = _dataset()
+    rastore.write(tmp_path / "run", ds)
+    names = ["area", "count", "land", "lat", "lon", "temp", "time"]
+    rastore.convert(tmp_path / "run", tmp_path / "run.npz")
+    with np.load(tmp_path / "run.npz") as z:
+        assert sorted(z.files) == names
+        for name in names:
+            want = rastore.read(tmp_path / "run" / f"{name}.ra")
+            assert z[name].dtype == want.dtype and z[name].shape == want.shape, name
+            np.testing.assert_array_equal(z[name], want)
+    rastore.convert(tmp_path / "run.npz", tmp_path / "back")
+    for name in names:
+        np.testing.assert_array_equal(rastore.read(tmp_path / "back" / f"{name}.ra"),
+                                      rastore.read(tmp_path / "run" / f"{name}.ra"))
+    # An archive NumPy wrote, into a folder xarray opens.
+    arrays = {"temp": ds["temp"].values, "lat": ds["lat"].values}
+    np.savez(tmp_path / "np.npz", **arrays)
+    rastore.convert(tmp_path / "np.npz", tmp_path / "fromnp")
+    got = xr.open_dataset(tmp_path / "fromnp", engine="rastore")
+    for name, a in arrays.items():
+        np.testing.assert_array_equal(got[name].values, a)
+
+
+def test_a_failed_conversion_of_a_dataset_leaves_nothing(tmp_path):
+    pytest.importorskip("zarr")
+    rastore.write(tmp_path / "run", _dataset())
+    # The last variable (by name) is cut short: every other was converted first.
+    with open(tmp_path / "run" / "time.ra", "r+b") as f:
+        f.truncate(60)
+    before = sorted(os.listdir(tmp_path))
+    for out in ("out.zarr", "out"):
+        with pytest.raises(rastore.Error, match="time.ra"):
+            rastore.convert(tmp_path / "run", tmp_path / out)
+        assert sorted(os.listdir(tmp_path)) == before, out
+
+
 def test_netcdf_in_through_xarray(tmp_path):
     pytest.importorskip("scipy")
     ds = _dataset().drop_vars("land")  # netCDF3 has no bool
@@ -115,6 +212,15 @@ def test_a_tree_round_trips_through_folders_and_zarr_groups(tmp_path):
     pytest.importorskip("zarr")
     z = xr.open_datatree(rastore.ZarrStore(tmp_path / "tree"), engine="zarr")
     xr.testing.assert_identical(z.load(), tree)
+    # Converted: folders into nested Zarr groups, and back into folders.
+    rastore.convert(tmp_path / "tree", tmp_path / "tree.zarr")
+    xr.testing.assert_identical(xr.open_datatree(tmp_path / "tree.zarr", engine="zarr").load(), tree)
+    rastore.convert(tmp_path / "tree.zarr", tmp_path / "again")
+    xr.testing.assert_identical(xr.open_datatree(tmp_path / "again", engine="rastore").load(), tree)
+    # A tree xarray wrote.
+    tree.to_zarr(tmp_path / "x.zarr")
+    rastore.convert(tmp_path / "x.zarr", tmp_path / "fromx")
+    xr.testing.assert_identical(xr.open_datatree(tmp_path / "fromx", engine="rastore").load(), tree)
 
 
 def test_dask_variables_are_written_by_the_workers(tmp_path, client):

@@ -15,7 +15,7 @@ def test_convert_to_and_from_zarr(tmp_path):
     rastore.convert(tmp_path / "a.ra", tmp_path / "a.zarr", chunks=(4, 5, 2), codec="gzip:3")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        z = zarr.open_array(tmp_path / "a.zarr", mode="r")
+        z = zarr.open_group(tmp_path / "a.zarr", mode="r")["a"]
         assert z.chunks == (4, 5, 2) and z.attrs["units"] == "mm"
         np.testing.assert_array_equal(z[...], a)
         b = zarr.create_array(tmp_path / "b.zarr", shape=(7, 3), chunks=(2, 2), dtype="f4", zarr_format=2)

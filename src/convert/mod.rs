@@ -16,16 +16,20 @@
 //! |---|---|---|
 //! | `.ra`, local | plain, big-endian, LZ4, LEB128, Julia Bools and BitArrays ([`ra`]) | plain, or one LZ4 block |
 //! | `.npy` | C and Fortran order, either byte order ([`npy`]) | Fortran order |
-//! | `.npz` | each member ([`npz`]) | — |
+//! | `.npz` | each member ([`npz`]) | of a dataset's arrays, stored |
 //! | PNG | decoded ([`png`]) | 8/16-bit, or scaled to gray |
-//! | Zarr v2 and v3, local or `s3://` | [`zarr`] (feature `zarr`) | v3 |
+//! | Zarr v2 and v3, local or `s3://` | [`zarr`] (feature `zarr`); a group's arrays | v3: a group of one array, or bare; a dataset's group |
+//! | dataset folders (FORMAT.md §10) | each variable | one `NAME.ra` per array of a tree |
 //! | `s3://` objects | `.ra` by ranged GETs; other formats downloaded ([`remote`], feature `s3`) | `.ra` as a multipart upload; others uploaded whole |
 //!
 //! Inputs are told by their contents ([`Format::of`]), outputs by their names
 //! ([`Format::of_output`]). [`open`] and [`create`] make them; [`copy`] copies one
-//! into the other; [`convert()`] does all three.
+//! into the other; [`convert()`] does all three, and converts trees of arrays (a
+//! dataset folder, a Zarr group, an `.npz`) member by member (`group`).
 
 mod file;
+#[cfg(feature = "zarr")]
+mod group;
 mod local;
 mod memory;
 pub mod npy;

@@ -62,12 +62,7 @@ impl MemberSource {
                 _scratch: None,
             });
         }
-        let scratch = scratch.join(format!(
-            ".rastore-npz-{:x}-{:x}.npy",
-            std::process::id(),
-            SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        let removed = Removed(scratch.clone());
+        let (scratch, removed) = self::scratch(scratch, "npy");
         let mut w =
             std::io::BufWriter::new(File::create(&scratch).map_err(io_at("create", &scratch))?);
         npz::extract(&file, len, m, path, &mut w).at(path)?;
@@ -83,8 +78,19 @@ impl MemberSource {
 
 static SCRATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// A new scratch file's name in the folder `dir` (hidden, this process's), ending
+/// `.ext`, and the guard that removes it.
+pub(super) fn scratch(dir: &Path, ext: &str) -> (PathBuf, Removed) {
+    let path = dir.join(format!(
+        ".rastore-npz-{:x}-{:x}.{ext}",
+        std::process::id(),
+        SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    (path.clone(), Removed(path))
+}
+
 /// Removes a file when dropped.
-struct Removed(PathBuf);
+pub(super) struct Removed(PathBuf);
 
 impl Drop for Removed {
     fn drop(&mut self) {

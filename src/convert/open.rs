@@ -120,6 +120,10 @@ pub fn convert(
     if url_of(output).is_none() {
         options.check_output(output)?;
     }
+    #[cfg(feature = "zarr")]
+    if let Some(done) = super::group::convert(input, output, options, progress)? {
+        return Ok(done);
+    }
     let source = open(input, options)?;
     let sink = create(output, source.desc().clone(), options)?;
     copy(source, sink, progress)
@@ -137,6 +141,11 @@ fn npz_to_folder(
     let members = super::npz::members(input)?;
     match (Format::by_extension(out), members.as_slice()) {
         (Some(Format::Npz), _) => return Format::of_output(out).map(|_| Converted::default()),
+        #[cfg(feature = "zarr")]
+        (Some(Format::Zarr), [(name, _)]) if !options.zarr_bare() => {
+            options.check_output(out)?;
+            return super::group::one_into_group(input, name, out, options, progress);
+        }
         (Some(_), [(_, m)]) => {
             // One array: into any output, anywhere.
             let scratch = match url_of(out) {

@@ -99,12 +99,13 @@ impl Format {
     }
 }
 
-/// Whether `path` names a Zarr array: named `.zarr` (a folder, or `s3://…/x.zarr`), or
-/// a folder holding `zarr.json` or `.zarray`.
+/// Whether `path` names a Zarr array or group: named `.zarr` (a folder, or
+/// `s3://…/x.zarr`), or a folder holding `zarr.json`, `.zarray` or `.zgroup`.
 pub fn is_zarr(path: &Path) -> bool {
     Format::by_extension(path) == Some(Format::Zarr)
-        || path.join("zarr.json").is_file()
-        || path.join(".zarray").is_file()
+        || ["zarr.json", ".zarray", ".zgroup"]
+            .iter()
+            .any(|f| path.join(f).is_file())
 }
 
 /// How to convert: compression, how an output may replace what exists, the chunks of
@@ -117,6 +118,8 @@ pub struct ConvertOptions {
     split_links: bool,
     #[cfg(feature = "zarr")]
     zarr: crate::formats::zarr::ZarrOptions,
+    #[cfg(feature = "zarr")]
+    zarr_array: bool,
     #[cfg(feature = "s3")]
     remote: crate::remote::RemoteOptions,
 }
@@ -170,6 +173,29 @@ impl ConvertOptions {
     pub fn zarr_codec(mut self, codec: crate::formats::zarr::Codec) -> Self {
         self.zarr.codec = codec;
         self
+    }
+
+    /// Write one array into Zarr as a bare array, not (the default) as the one member
+    /// of a group, which is what xarray's `open_zarr` opens.
+    #[cfg(feature = "zarr")]
+    pub fn zarr_array(mut self, yes: bool) -> Self {
+        self.zarr_array = yes;
+        self
+    }
+
+    /// These options for an array of a Zarr group: its metadata as xarray reads it,
+    /// and its trailer kept whole unless `drop_trailer`.
+    #[cfg(feature = "zarr")]
+    pub(super) fn zarr_xarray(mut self, drop_trailer: bool) -> Self {
+        self.zarr.xarray = true;
+        self.zarr.drop_trailer = drop_trailer;
+        self
+    }
+
+    /// Whether one array goes into Zarr bare ([`zarr_array`](Self::zarr_array)).
+    #[cfg(feature = "zarr")]
+    pub(super) fn zarr_bare(&self) -> bool {
+        self.zarr_array
     }
 
     /// How to reach `s3://` inputs and outputs (`.ra` objects and Zarr arrays alike):

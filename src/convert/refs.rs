@@ -146,7 +146,8 @@ pub fn write_references(
     })
 }
 
-/// The name of the array a file holds in a group: its file name without `.ra`.
+/// The name of the array a file holds in a group: its file name without its format's
+/// extension (`.ra`, `.npy`, `.png`, `.zarr`).
 pub fn array_name(input: &Path) -> String {
     let s = input.to_string_lossy();
     let base = match s.strip_prefix("s3://") {
@@ -161,7 +162,11 @@ pub fn array_name(input: &Path) -> String {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
     };
-    let stem = base.strip_suffix(".ra").unwrap_or(&base);
+    let known = super::Format::by_extension(Path::new(&base)).is_some();
+    let stem = match base.rsplit_once('.') {
+        Some((stem, _)) if known => stem,
+        _ => &base,
+    };
     if stem.is_empty() || stem.starts_with('.') {
         "array".into()
     } else {
@@ -181,6 +186,8 @@ mod tests {
         assert!(frames_of_chunks(&[0], &[4, 5, 9]).is_err());
         assert_eq!(array_name(Path::new("s3://b/scans/ct.ra")), "ct");
         assert_eq!(array_name(Path::new("/data/x")), "x");
+        assert_eq!(array_name(Path::new("/data/t.2m.npy")), "t.2m");
+        assert_eq!(array_name(Path::new("/data/in.zarr/")), "in");
         assert_eq!(array_name(Path::new("a/.hidden.ra")), "array");
     }
 }

@@ -19,7 +19,18 @@ pub struct ZarrSource {
 impl ZarrSource {
     /// Opens the array at `at` (its metadata checked).
     pub fn open(at: &Location) -> Result<ZarrSource> {
-        let input = ZarrInput::open(at)?;
+        Self::of(ZarrInput::open(at)?, at)
+    }
+
+    /// Opens the array at `at` as a member of a group, its fill value taken as xarray's
+    /// Zarr backend takes it ([`ZarrInput::fill_as_xarray_reads`]).
+    pub fn open_member(at: &Location) -> Result<ZarrSource> {
+        let mut input = ZarrInput::open(at)?;
+        input.fill_as_xarray_reads();
+        Self::of(input, at)
+    }
+
+    fn of(input: ZarrInput, at: &Location) -> Result<ZarrSource> {
         let desc = Desc {
             dtype: input.dtype()?,
             dims: input.dims().to_vec(),

@@ -37,11 +37,78 @@ fn the_tool_reads_a_folder_as_its_variables() {
         lines[1].contains("lat.ra") && lines[2].contains("temp.ra"),
         "{info}"
     );
-    assert_eq!(ok(&["verify", s(&run)]).lines().count(), 3);
+    let verified = ok(&["verify", s(&run)]);
+    assert_eq!(verified.lines().count(), 4, "{verified}");
+    assert!(
+        verified.contains("dataset.yaml: ok (1 attributes)"),
+        "{verified}"
+    );
     let doc = ok(&["describe", s(&run)]);
     assert!(doc.contains("attributes:\n  title: a run"), "{doc}");
     assert!(doc.contains("coils/c0:") && doc.contains("temp:"), "{doc}");
     assert!(!doc.contains(".rastore"), "{doc}");
+    // Into a Zarr group of one array per variable, sub-folders sub-groups, and back.
+    let z = d.path().join("run.zarr");
+    ok(&["convert", s(&run), s(&z)]);
+    for f in [
+        "zarr.json",
+        "temp/zarr.json",
+        "coils/zarr.json",
+        "coils/c0/zarr.json",
+    ] {
+        assert!(z.join(f).is_file(), "{f}");
+    }
+    let root = std::fs::read_to_string(z.join("zarr.json")).unwrap();
+    assert!(root.contains("\"title\": \"a run\""), "{root}");
+    assert!(
+        root.contains("\"coils/c0\"") && root.contains("\"dim_0\""),
+        "{root}"
+    );
+    let back = d.path().join("back");
+    ok(&["convert", s(&z), s(&back)]);
+    for v in ["temp.ra", "lat.ra", "coils/c0.ra"] {
+        assert_eq!(
+            std::fs::read(run.join(v)).unwrap(),
+            std::fs::read(back.join(v)).unwrap(),
+            "{v}"
+        );
+    }
+    let attrs = std::fs::read_to_string(back.join("dataset.yaml")).unwrap();
+    assert!(attrs.contains("title: a run"), "{attrs}");
+    // Several arrays into one file: refused, naming them, leaving nothing.
+    let one = d.path().join("one.ra");
+    let e = fails(&["convert", s(&z), s(&one)], 1);
+    assert!(
+        e.contains("a Zarr group of 3 arrays (coils/c0, lat, temp)"),
+        "{e}"
+    );
+    assert!(!one.exists());
+    // Into an .npz of its arrays (no groups in NumPy's archive), and back.
+    let e = fails(&["convert", s(&run), s(&d.path().join("run.npz"))], 1);
+    assert!(e.contains("the group coils"), "{e}");
+    assert!(!d.path().join("run.npz").exists());
+    let npz = d.path().join("coils.npz");
+    ok(&["convert", s(&run.join("coils")), s(&npz)]);
+    let unpacked = d.path().join("unpacked");
+    ok(&["convert", s(&npz), s(&unpacked)]);
+    assert_eq!(
+        std::fs::read(run.join("coils/c0.ra")).unwrap(),
+        std::fs::read(unpacked.join("c0.ra")).unwrap()
+    );
+    // A bare array, when asked.
+    let bare = d.path().join("bare.zarr");
+    ok(&["convert", s(&run.join("lat.ra")), s(&bare), "--array"]);
+    let doc = std::fs::read_to_string(bare.join("zarr.json")).unwrap();
+    assert!(doc.contains("\"node_type\": \"array\""), "{doc}");
+    // A bad dataset.yaml is named.
+    let sub = run.join("coils/dataset.yaml");
+    std::fs::write(&sub, "---\nattributes: [1, 2]\n").unwrap();
+    let err = fails(&["verify", s(&run)], 1);
+    assert!(
+        err.contains("coils/dataset.yaml") && err.contains("not a mapping"),
+        "{err}"
+    );
+    std::fs::remove_file(&sub).unwrap();
     // A bad variable is named; the others are still checked.
     std::fs::write(run.join("lat.ra"), b"short").unwrap();
     let err = fails(&["verify", s(&run)], 1);

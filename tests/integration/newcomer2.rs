@@ -229,7 +229,7 @@ fn zarr_dimension_names_go_both_ways() {
     python(&[
         "-c",
         "import zarr, sys\n\
-         z = zarr.open_array(sys.argv[1], mode='r')\n\
+         z = zarr.open_group(sys.argv[1], mode='r')['t']\n\
          assert z.metadata.dimension_names == ('x', 'y', 'time'), z.metadata.dimension_names",
         s(&p("t.zarr")),
     ]);

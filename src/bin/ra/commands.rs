@@ -145,10 +145,14 @@ pub struct ReshapeArgs {
 
 #[derive(clap::Args)]
 pub struct ConvertArgs {
-    /// Input: .ra, .npy, .png, .npz (an archive of .npy files), or a .zarr array (v3 or v2; a folder or s3://bucket/x.zarr).
+    /// Input: .ra, .npy, .png, .npz (an archive of .npy files), a .zarr array or group (v3 or v2; a folder or s3://bucket/x.zarr), or a dataset folder of .ra files.
     input: PathBuf,
-    /// Output: .ra, .npy or .png; a .zarr array (v3) from a .ra; for an .npz input, a folder (made if missing) for one NAME.ra per member.
+    /// Output: .ra, .npy or .png; .zarr, a Zarr v3 group as xarray opens it (of the one array, named after the input; of a dataset's variables); a folder, for a dataset or Zarr group's arrays (one NAME.ra each) or an .npz's members; .npz, of a dataset's arrays.
     output: PathBuf,
+    /// Write one array into .zarr as a bare Zarr array, not as the one member of a group.
+    #[cfg(feature = "zarr")]
+    #[arg(long)]
+    array: bool,
     /// Store the output .ra as one LZ4 block (held in memory while compressing); a .zarr output with zstd.
     #[arg(long)]
     compress: bool,
@@ -443,7 +447,22 @@ pub fn stats(a: &StatsArgs) -> Outcome {
 
 pub fn verify(a: &FilesArg) -> Outcome {
     let mut out = io::stdout().lock();
-    per_file(&a.files, |p| {
+    // A dataset's attributes: each dataset.yaml an NDL document of them.
+    let mut bad = false;
+    for folder in a.files.iter().filter(|p| p.is_dir()) {
+        match rastore::dataset::attribute_files(folder) {
+            Ok(files) => {
+                for (f, n) in files {
+                    writeln!(out, "{}: ok ({n} attributes)", term::path(&f))?;
+                }
+            }
+            Err(e) => {
+                bad = true;
+                eprintln!("{}", term::line(&crate::message(&e)));
+            }
+        }
+    }
+    let files = per_file(&a.files, |p| {
         let (dtype, dims, bytes) = if remote::is_remote(p) {
             let raw = remote::decoded(p)?;
             (
@@ -480,7 +499,11 @@ pub fn verify(a: &FilesArg) -> Outcome {
             term::path(p),
         )?;
         Ok(())
-    })
+    });
+    match files {
+        Ok(()) if bad => Err(Fail::Reported),
+        r => r,
+    }
 }
 
 pub fn meta(a: &MetaArgs) -> Outcome {
@@ -651,7 +674,8 @@ pub fn convert(a: &ConvertArgs) -> Outcome {
     #[cfg(feature = "zarr")]
     let options = options
         .chunks(a.chunks.clone().map(|d| d.0))
-        .zarr_codec(a.codec.unwrap_or_default());
+        .zarr_codec(a.codec.unwrap_or_default())
+        .zarr_array(a.array);
     // An object or a folder (a Zarr array): its size is known once it is opened.
     let size = match remote::is_remote(&a.input) {
         true => u64::MAX,

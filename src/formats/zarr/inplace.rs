@@ -97,52 +97,6 @@ fn frames_per_chunk(frames: u64, frame_bytes: u64, asked: Option<u64>) -> u64 {
     }
 }
 
-/// A `_FillValue` attribute (xarray's, CF's) taken out of `attrs`, as Zarr holds it:
-/// (the array's `fill_value`, NaN and infinities named as Zarr names them; the
-/// attribute as xarray's Zarr v3 backend reads it: base64 of the little-endian f64 for
-/// floats, the number for integers). `None` if there is none, or it is not a number.
-fn fill_value(attrs: &mut Map<String, Value>, dtype: crate::DType) -> Option<(Value, Value)> {
-    use crate::dtype::Kind;
-    let float = match dtype.kind() {
-        Kind::Float | Kind::BFloat16 => true,
-        Kind::Int | Kind::UInt => false,
-        _ => return None,
-    };
-    let x = match attrs.get("_FillValue")? {
-        Value::Number(n) => n.as_f64()?,
-        // NDL (YAML) spells them .nan, .inf and -.inf.
-        Value::String(t) => match t.to_ascii_lowercase().as_str() {
-            ".nan" => f64::NAN,
-            ".inf" | "+.inf" => f64::INFINITY,
-            "-.inf" => f64::NEG_INFINITY,
-            other => other.parse().ok()?,
-        },
-        _ => return None,
-    };
-    let value = match x {
-        _ if x.is_nan() => json!("NaN"),
-        f64::INFINITY => json!("Infinity"),
-        f64::NEG_INFINITY => json!("-Infinity"),
-        _ if float => json!(x),
-        // An integer type's fill value is a whole number it holds.
-        _ if x.fract() == 0.0 && x >= i64::MIN as f64 && x <= u64::MAX as f64 => {
-            if x < 0.0 {
-                json!(x as i64)
-            } else {
-                json!(x as u64)
-            }
-        }
-        _ => return None,
-    };
-    let attribute = if float {
-        json!(meta::base64_encode(&x.to_le_bytes()))
-    } else {
-        value.clone()
-    };
-    attrs.remove("_FillValue");
-    Some((value, attribute))
-}
-
 /// The Zarr v2 `dtype` of elements of `t` in the file's byte order, where Zarr v2 has
 /// one.
 fn v2_dtype(h: &Header, t: &ZarrType) -> Option<Value> {
@@ -188,13 +142,12 @@ pub fn in_place(
     }
     // Zarr has no chunk of extent 0: an empty axis is one of extent 1.
     let chunk: Vec<u64> = chunk.iter().map(|&c| c.max(1)).collect();
-    let names = crate::ndl::dimension_names(trailer, n)
-        .unwrap_or_else(|| (0..n).map(|k| format!("dim_{k}")).collect());
+    let names = crate::ndl::dimension_names(trailer, n).unwrap_or_else(|| meta::default_names(n));
     let mut attributes = meta::attributes_of_trailer(trailer);
     // The whole trailer rides along when a conversion copies the data (so that it
     // converts back); a view of the file in place has the file.
     attributes.remove(meta::TRAILER_KEY);
-    let fill = fill_value(&mut attributes, dtype);
+    let fill = meta::fill_value(&mut attributes, dtype);
     let big = header.data_big_endian();
     let mut zarr_json = super::write::metadata(
         &dims,
@@ -205,10 +158,7 @@ pub fn in_place(
         attributes.clone(),
         Some(names.clone()),
     );
-    if let Some((value, attribute)) = &fill {
-        zarr_json["fill_value"] = value.clone();
-        zarr_json["attributes"]["_FillValue"] = attribute.clone();
-    }
+    super::write::set_fill(&mut zarr_json, fill.as_ref());
     let mut zattrs = Map::new();
     zattrs.insert("_ARRAY_DIMENSIONS".into(), json!(names));
     for (key, v) in attributes {

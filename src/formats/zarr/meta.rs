@@ -461,7 +461,8 @@ fn yaml_key(k: &Yaml) -> Option<String> {
     }
 }
 
-fn json_of_yaml(v: &Yaml) -> Value {
+/// A YAML value as JSON (keys made strings; NDL's `.nan` and infinities as strings).
+pub(crate) fn json_of_yaml(v: &Yaml) -> Value {
     match v {
         Yaml::Integer(i) => json!(i),
         Yaml::Real(r) => r
@@ -481,7 +482,8 @@ fn json_of_yaml(v: &Yaml) -> Value {
     }
 }
 
-fn yaml_of_json(v: &Value) -> Yaml {
+/// A JSON value as YAML, the inverse of [`json_of_yaml`].
+pub(crate) fn yaml_of_json(v: &Value) -> Yaml {
     match v {
         Value::Null => Yaml::Null,
         Value::Bool(b) => Yaml::Boolean(*b),
@@ -489,6 +491,10 @@ fn yaml_of_json(v: &Value) -> Yaml {
             Some(i) => Yaml::Integer(i),
             None => Yaml::Real(n.to_string()),
         },
+        // NDL's spellings of NaN and the infinities, as `json_of_yaml` gives them.
+        Value::String(s) if matches!(s.as_str(), ".nan" | ".inf" | "-.inf") => {
+            Yaml::Real(s.clone())
+        }
         Value::String(s) => Yaml::String(s.clone()),
         Value::Array(a) => Yaml::Array(a.iter().map(yaml_of_json).collect()),
         Value::Object(o) => {
@@ -561,14 +567,92 @@ pub fn trailer_of_attributes(
 }
 
 /// The dimension names of a Zarr array: v3's `dimension_names` (all of them named),
-/// or xarray's `_ARRAY_DIMENSIONS` attribute of a v2 array.
+/// or xarray's `_ARRAY_DIMENSIONS` attribute of a v2 array. `dim_0`, `dim_1`, …, what
+/// rastore and xarray call the dims of an array without labels, are none.
 pub fn dimension_names(names: &Value, ndims: usize) -> Option<Vec<String>> {
     let names: Vec<String> = names
         .as_array()?
         .iter()
         .map(|n| n.as_str().map(str::to_string))
         .collect::<Option<_>>()?;
-    (names.len() == ndims).then_some(names)
+    let unlabeled = names == default_names(ndims);
+    (names.len() == ndims && !unlabeled).then_some(names)
+}
+
+/// The names of the dims of an array without labels: `dim_0`, `dim_1`, ….
+pub fn default_names(ndims: usize) -> Vec<String> {
+    (0..ndims).map(|k| format!("dim_{k}")).collect()
+}
+
+/// A `_FillValue` attribute (xarray's, CF's) taken out of `attrs`, as Zarr holds it:
+/// (the array's `fill_value`, NaN and infinities named as Zarr names them; the
+/// attribute as xarray's Zarr v3 backend reads it: base64 of the little-endian f64 for
+/// floats, the number for integers). `None` if there is none, or it is not a number.
+pub(crate) fn fill_value(
+    attrs: &mut Map<String, Value>,
+    dtype: crate::DType,
+) -> Option<(Value, Value)> {
+    let float = match dtype.kind() {
+        Kind::Float | Kind::BFloat16 => true,
+        Kind::Int | Kind::UInt => false,
+        _ => return None,
+    };
+    let x = match attrs.get("_FillValue")? {
+        Value::Number(n) => n.as_f64()?,
+        // NDL (YAML) spells them .nan, .inf and -.inf.
+        Value::String(t) => match t.to_ascii_lowercase().as_str() {
+            ".nan" => f64::NAN,
+            ".inf" | "+.inf" => f64::INFINITY,
+            "-.inf" => f64::NEG_INFINITY,
+            other => other.parse().ok()?,
+        },
+        _ => return None,
+    };
+    let value = match x {
+        _ if x.is_nan() => json!("NaN"),
+        f64::INFINITY => json!("Infinity"),
+        f64::NEG_INFINITY => json!("-Infinity"),
+        _ if float => json!(x),
+        // An integer type's fill value is a whole number it holds.
+        _ if x.fract() == 0.0 && x >= i64::MIN as f64 && x <= u64::MAX as f64 => {
+            if x < 0.0 {
+                json!(x as i64)
+            } else {
+                json!(x as u64)
+            }
+        }
+        _ => return None,
+    };
+    let attribute = if float {
+        json!(base64_encode(&x.to_le_bytes()))
+    } else {
+        value.clone()
+    };
+    attrs.remove("_FillValue");
+    Some((value, attribute))
+}
+
+/// xarray's Zarr v3 `_FillValue` attribute of a float array (base64 of the
+/// little-endian f64) made a number again, as NDL holds it (NaN and the infinities as
+/// `.nan`, `.inf`, `-.inf`); other attributes are left as they are.
+pub(crate) fn decode_fill_attribute(attrs: &mut Map<String, Value>, dtype: DType) {
+    if !matches!(dtype.kind(), Kind::Float | Kind::BFloat16) {
+        return;
+    }
+    let Some(Value::String(text)) = attrs.get("_FillValue") else {
+        return;
+    };
+    let Some(bytes) = base64_decode(text).filter(|b| b.len() == 8) else {
+        return;
+    };
+    let x = f64::from_le_bytes(bytes.try_into().unwrap_or_default());
+    let value = match serde_json::Number::from_f64(x) {
+        Some(n) => Value::Number(n),
+        None if x.is_nan() => json!(".nan"),
+        None if x > 0.0 => json!(".inf"),
+        None => json!("-.inf"),
+    };
+    attrs.insert("_FillValue".into(), value);
 }
 
 /// Encodes `bytes` as standard base64, padded.

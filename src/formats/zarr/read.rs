@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use zarrs::array::{
     Array, ArrayBytes, ArrayMetadata, ArrayMetadataV2, ArrayMetadataV3, CodecOptions,
 };
@@ -45,6 +45,8 @@ pub struct ZarrInput {
     /// Column-major chunks whose one bytes-to-bytes codec is zstd: decompressed
     /// straight into the output.
     zstd_only: bool,
+    /// A v2 array's `fill_value`, which xarray takes as its `_FillValue`.
+    v2_fill: Option<Value>,
 }
 
 fn get(store: &Store, name: &str, shown: &Path) -> Result<Option<Vec<u8>>> {
@@ -84,7 +86,7 @@ fn extents(v: &Value, what: &str, shown: &Path) -> Result<Vec<u64>> {
 impl ZarrInput {
     /// Opens the Zarr array at `location` (`zarr.json`, else `.zarray` with `.zattrs`).
     pub fn open(location: &Location) -> Result<ZarrInput> {
-        Self::open_in(store::open(location, None)?, location.shown())
+        Self::open_in(store::open(location, None)?, location.shown(), false)
     }
 
     /// Opens an array from in-memory `files` (`("zarr.json", bytes)`, chunks by key):
@@ -103,20 +105,29 @@ impl ZarrInput {
             storage: std::sync::Arc::new(memory),
             node: "/".into(),
         };
-        Self::open_in(store, "memory".into())
+        Self::open_in(store, "memory".into(), false)
     }
 
-    fn open_in(store: Store, shown: PathBuf) -> Result<ZarrInput> {
+    fn open_in(store: Store, shown: PathBuf, in_group: bool) -> Result<ZarrInput> {
         let mut own = None;
+        let mut v2_fill = None;
         let (meta, elem, dims, chunk, attributes, names) =
             if let Some(b) = get(&store, "zarr.json", &shown)? {
                 let mut v = parse(&b, "zarr.json", &shown)?;
                 if v["node_type"] == "group" {
-                    return Err(zarr_err(
-                        &shown,
-                        None,
-                        "a Zarr group, not an array: name the array inside it",
-                    ));
+                    // A group of one array (as `ra convert` writes one) is that array.
+                    return match (super::group::only_array(&v), in_group) {
+                        (Ok(name), false) => {
+                            let node = format!("{}/{name}", store.node.trim_end_matches('/'));
+                            let store = Store {
+                                storage: store.storage.clone(),
+                                node,
+                            };
+                            Self::open_in(store, shown.join(name), true)
+                        }
+                        (Ok(_), true) => Err(zarr_err(&shown, None, "a group in a group")),
+                        (Err(why), _) => Err(zarr_err(&shown, None, why)),
+                    };
                 }
                 let elem = meta::elem_v3(&v["data_type"]).map_err(|e| e.at(&shown))?;
                 let dims = extents(&v["shape"], "shape", &shown)?;
@@ -129,7 +140,10 @@ impl ZarrInput {
                     )));
                 }
                 let chunk = extents(&grid["configuration"]["chunk_shape"], "chunk_shape", &shown)?;
-                let attributes = v["attributes"].as_object().cloned().unwrap_or_default();
+                let mut attributes = v["attributes"].as_object().cloned().unwrap_or_default();
+                if let Elem::Plain(d) = elem {
+                    meta::decode_fill_attribute(&mut attributes, d);
+                }
                 let names = meta::dimension_names(&v["dimension_names"], dims.len());
                 numcodecs::fill_in_v3(&mut v);
                 if !matches!(elem, Elem::Plain(_)) {
@@ -146,6 +160,7 @@ impl ZarrInput {
             } else if let Some(b) = get(&store, ".zarray", &shown)? {
                 let mut v = parse(&b, ".zarray", &shown)?;
                 let elem = meta::elem_v2(&v["dtype"]).map_err(|e| e.at(&shown))?;
+                v2_fill = Some(v["fill_value"].clone()).filter(|f| !f.is_null());
                 let dims = extents(&v["shape"], "shape", &shown)?;
                 let chunk = extents(&v["chunks"], "chunks", &shown)?;
                 if let Some(chain) = numcodecs::take_v2(&mut v).map_err(|e| e.at(&shown))? {
@@ -178,6 +193,12 @@ impl ZarrInput {
                     .map_err(|e| zarr_err(&shown, None, format!(".zarray: {e}")))?;
                 m.attributes = attributes.clone();
                 (ArrayMetadata::V2(m), elem, dims, chunk, attributes, names)
+            } else if get(&store, ".zgroup", &shown)?.is_some() {
+                return Err(zarr_err(
+                    &shown,
+                    None,
+                    "a Zarr v2 group: convert it into a folder, or name the array inside it",
+                ));
             } else {
                 return Err(zarr_err(
                     &shown,
@@ -205,7 +226,22 @@ impl ZarrInput {
             own,
             column_major,
             zstd_only,
+            v2_fill,
         })
+    }
+
+    /// Takes a v2 array's `fill_value` as its `_FillValue` attribute, as xarray's Zarr
+    /// backend reads a v2 group (a v3 array's `_FillValue` is an attribute already).
+    pub fn fill_as_xarray_reads(&mut self) {
+        if let Some(fill) = self.v2_fill.take() {
+            let fill = match fill.as_str() {
+                Some("NaN") => json!(".nan"),
+                Some("Infinity") => json!(".inf"),
+                Some("-Infinity") => json!("-.inf"),
+                _ => fill,
+            };
+            self.attributes.entry("_FillValue").or_insert(fill);
+        }
     }
 
     /// The array's shape.

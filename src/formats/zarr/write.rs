@@ -3,7 +3,7 @@
 //! that a store cut short is no array.
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use zarrs::array::{Array, ArrayMetadata, ArrayMetadataV3, CodecOptions};
@@ -12,8 +12,9 @@ use zarrs::storage::Bytes;
 use super::meta::{self, ZarrType};
 use super::store::{self, Location, Store};
 use super::{bytes_of, zarr_err, Codec, Region};
-use crate::error::{io_at, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::layout::frame_chunks;
+use crate::replace::NewFolder;
 
 /// Bytes of a default chunk.
 const CHUNK_BYTES: u64 = 16 << 20;
@@ -27,6 +28,22 @@ pub struct ZarrOptions {
     pub codec: Codec,
     /// Replace an existing array.
     pub overwrite: bool,
+    /// Metadata as xarray's Zarr backend reads a group's arrays: every dim named
+    /// (`dim_0`, … where the trailer names none), and a `_FillValue` attribute as the
+    /// array's `fill_value` and as xarray's v3 attribute.
+    pub xarray: bool,
+    /// Keep no whole trailer ([`meta::TRAILER_KEY`]): the labels and attributes, which
+    /// the array's metadata holds, are all it has (a dataset's variable).
+    pub drop_trailer: bool,
+}
+
+/// Sets `doc`'s `fill_value` and `_FillValue` attribute to `fill`
+/// ([`meta::fill_value`]'s pair), if there is one.
+pub(super) fn set_fill(doc: &mut Value, fill: Option<&(Value, Value)>) {
+    if let Some((value, attribute)) = fill {
+        doc["fill_value"] = value.clone();
+        doc["attributes"]["_FillValue"] = attribute.clone();
+    }
 }
 
 /// The `zarr.json` of the output: the array's metadata as zarr-python reads it.
@@ -87,9 +104,8 @@ pub struct ZarrWriter {
     chunk: Vec<u64>,
     codec: Codec,
     shown: PathBuf,
-    /// The hidden folder and the final name (local), or nothing (an object).
-    placing: Option<(PathBuf, PathBuf)>,
-    overwrite: bool,
+    /// The hidden folder of a local array, or nothing (an object).
+    placing: Option<NewFolder>,
     /// Keys of the chunks put in object storage, to erase on abort.
     put: std::sync::Mutex<Vec<zarrs::storage::StoreKey>>,
     done: bool,
@@ -123,35 +139,33 @@ impl ZarrWriter {
             Some(c) => c.clone(),
             None => frame_chunks(&dims, t.itemsize, CHUNK_BYTES),
         };
-        let attributes = meta::attributes_of_trailer(trailer);
-        let names = crate::ndl::dimension_names(trailer, dims.len());
+        let mut attributes = meta::attributes_of_trailer(trailer);
+        let mut names = crate::ndl::dimension_names(trailer, dims.len());
+        let mut fill = None;
+        if options.drop_trailer {
+            attributes.remove(meta::TRAILER_KEY);
+        }
+        if options.xarray {
+            fill = meta::fill_value(&mut attributes, dtype);
+            names.get_or_insert_with(|| meta::default_names(dims.len()));
+        }
         let big = cfg!(target_endian = "big");
-        let doc = metadata(&dims, &chunk, &t, big, options.codec, attributes, names);
-        let (dir, placed) = prepare(output, options.overwrite)?;
-        let opened = (|| {
-            let store = store::open(output, dir.as_deref())?;
-            // zarrs encodes the raw bytes of types it does not know (structured, strings).
-            let mut for_zarrs = doc.clone();
-            if !matches!(meta::elem_v3(&t.data_type)?, meta::Elem::Plain(_)) {
-                for_zarrs["data_type"] = json!(format!("r{}", t.itemsize * 8));
-                for_zarrs["fill_value"] = json!(vec![0u8; t.itemsize as usize]);
-            }
-            let m: ArrayMetadataV3 =
-                serde_json::from_value(for_zarrs).map_err(|e| zarr_err(&shown, None, e))?;
-            let array =
-                Array::new_with_metadata(store.storage.clone(), &store.node, ArrayMetadata::V3(m))
-                    .map_err(|e| zarr_err(&shown, None, e))?;
-            Ok((store, array))
-        })();
-        let (store, array) = match opened {
-            Ok(x) => x,
-            Err(e) => {
-                if let Some(d) = &dir {
-                    let _ = std::fs::remove_dir_all(d);
-                }
-                return Err(e);
-            }
-        };
+        let mut doc = metadata(&dims, &chunk, &t, big, options.codec, attributes, names);
+        set_fill(&mut doc, fill.as_ref());
+        let placing = prepare(output, options.overwrite)?;
+        let dir = placing.as_ref().map(|f| f.path().to_path_buf());
+        let store = store::open(output, dir.as_deref())?;
+        // zarrs encodes the raw bytes of types it does not know (structured, strings).
+        let mut for_zarrs = doc.clone();
+        if !matches!(meta::elem_v3(&t.data_type)?, meta::Elem::Plain(_)) {
+            for_zarrs["data_type"] = json!(format!("r{}", t.itemsize * 8));
+            for_zarrs["fill_value"] = json!(vec![0u8; t.itemsize as usize]);
+        }
+        let m: ArrayMetadataV3 =
+            serde_json::from_value(for_zarrs).map_err(|e| zarr_err(&shown, None, e))?;
+        let array =
+            Array::new_with_metadata(store.storage.clone(), &store.node, ArrayMetadata::V3(m))
+                .map_err(|e| zarr_err(&shown, None, e))?;
         Ok(ZarrWriter {
             store,
             array,
@@ -161,8 +175,7 @@ impl ZarrWriter {
             chunk,
             codec: options.codec,
             shown,
-            placing: dir.map(|d| (d, placed)),
-            overwrite: options.overwrite,
+            placing,
             put: std::sync::Mutex::new(Vec::new()),
             done: false,
         })
@@ -233,30 +246,28 @@ impl ZarrWriter {
     }
 
     /// Writes `zarr.json` (last: a store cut short is no array) and names a local
-    /// array's folder.
-    pub fn finish(mut self) -> Result<()> {
+    /// array's folder; gives the `zarr.json` written.
+    pub fn finish(mut self) -> Result<Value> {
         let text =
             serde_json::to_vec_pretty(&self.doc).map_err(|e| zarr_err(&self.shown, None, e))?;
         self.store
             .storage
             .set(&self.store.key("zarr.json")?, Bytes::from(text))
             .map_err(|e| zarr_err(&self.shown, None, e))?;
-        if let Some((tmp, to)) = self.placing.take() {
-            place(&tmp, &to, self.overwrite)?;
-        }
         self.done = true;
-        Ok(())
+        if let Some(folder) = self.placing.take() {
+            folder.place()?;
+        }
+        Ok(std::mem::take(&mut self.doc))
     }
 }
 
 impl Drop for ZarrWriter {
-    /// Unfinished: the hidden folder goes, or the chunks put in object storage.
+    /// Unfinished: the hidden folder goes (with `placing`), or the chunks put in
+    /// object storage.
     fn drop(&mut self) {
         if self.done {
             return;
-        }
-        if let Some((tmp, _)) = &self.placing {
-            let _ = std::fs::remove_dir_all(tmp);
         }
         if let Ok(put) = self.put.lock() {
             for key in put.iter() {
@@ -266,50 +277,17 @@ impl Drop for ZarrWriter {
     }
 }
 
-/// For a local output: refuses an existing one unless `overwrite`, and gives the hidden
-/// folder to build in, and the final name.
-fn prepare(output: &Location, overwrite: bool) -> Result<(Option<PathBuf>, PathBuf)> {
+/// For a local output: the hidden folder it is built in (an existing one refused
+/// unless `overwrite`); for an object, nothing (an existing array refused unless
+/// `overwrite`).
+fn prepare(output: &Location, overwrite: bool) -> Result<Option<NewFolder>> {
     match output {
-        Location::Local(p) => {
-            crate::replace::check_folder(p)?;
-            if p.exists() && !overwrite {
-                return Err(Error::from(ErrorKind::Exists).at(p));
-            }
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let tmp =
-                crate::replace::parent_dir(p).join(format!(".{name}.{}.tmp", std::process::id()));
-            std::fs::create_dir(&tmp).map_err(io_at("create folder", p))?;
-            Ok((Some(tmp), p.clone()))
-        }
+        Location::Local(p) => NewFolder::create(p, overwrite).map(Some),
         Location::Object { url, .. } => {
             if !overwrite && super::read::ZarrInput::open(output).is_ok() {
                 return Err(Error::from(ErrorKind::Exists).at(url));
             }
-            Ok((None, url.into()))
+            Ok(None)
         }
     }
-}
-
-/// Names the folder `tmp` `to`, the folder there moved aside and removed first when
-/// replacing it.
-fn place(tmp: &Path, to: &Path, overwrite: bool) -> Result<()> {
-    let old = tmp.with_extension("old");
-    let replacing = overwrite && to.exists();
-    if replacing {
-        std::fs::rename(to, &old).map_err(io_at("rename", to))?;
-    }
-    if let Err(e) = std::fs::rename(tmp, to) {
-        if replacing {
-            let _ = std::fs::rename(&old, to);
-        }
-        let _ = std::fs::remove_dir_all(tmp);
-        return Err(Error::io("rename", e).at(to));
-    }
-    if replacing {
-        std::fs::remove_dir_all(&old).map_err(io_at("remove the replaced folder", &old))?;
-    }
-    Ok(())
 }

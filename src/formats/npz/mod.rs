@@ -1,13 +1,17 @@
 //! NumPy's `.npz`: a ZIP archive of `.npy` members, stored (`np.savez`) or deflated
-//! (`np.savez_compressed`), ZIP64 for large ones. Only what reading members needs:
-//! the central directory, and each member streamed out in bounded memory. Every
-//! offset and length is checked against the file's length before use.
+//! (`np.savez_compressed`), ZIP64 for large ones. Reading needs only the central
+//! directory, and each member streamed out in bounded memory; every offset and length
+//! is checked against the file's length before use. Writing ([`NpzWriter`]) streams
+//! stored members in, as `np.savez` writes them.
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
 use crate::error::{io_at, Error, Result};
+
+mod write;
+pub use write::NpzWriter;
 
 const EOCD: u32 = 0x0605_4b50;
 const EOCD64: u32 = 0x0606_4b50;

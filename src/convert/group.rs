@@ -1,0 +1,384 @@
+//! Many arrays at once, the engine's [`copy`] for each: a dataset folder (FORMAT.md
+//! §10), a Zarr group (v3 or v2, as xarray's `to_zarr` writes it) or one array, into a
+//! dataset folder or a Zarr v3 group as xarray's `open_zarr` reads it: every dim named,
+//! `_FillValue` where xarray keeps it, attributes, and each group's members' metadata
+//! consolidated in its `zarr.json`. A local output is built beside its name and moved
+//! into place whole; on any failure nothing is left.
+//!
+//! Sub-folders of a dataset are sub-groups, and the other way round; a dataset's
+//! `dataset.yaml` attributes are its group's. A dataset's variables keep no RawArray
+//! trailer whole: their labels and attributes, which is all such a trailer holds, are
+//! the array's Zarr metadata, and come back from it. One array keeps its trailer, as a
+//! bare array does ([`ConvertOptions::zarr_array`]), so that it converts back the same.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use yaml_rust2::yaml::Hash;
+use yaml_rust2::Yaml;
+
+use super::options::{ConvertOptions, Format};
+use super::plan::copy;
+use super::{Converted, Source};
+use crate::error::{io_at, Error, ErrorKind, Result};
+use crate::formats::npz::NpzWriter;
+use crate::formats::zarr::group::{self, Node};
+use crate::formats::zarr::meta::{json_of_yaml, yaml_of_json};
+use crate::formats::zarr::Location;
+use crate::layout::Progress;
+use crate::replace::NewFolder;
+
+/// Converts `input` into `output` where either is a tree of arrays: a dataset folder
+/// or Zarr group in, or a `.zarr` out (a group of the one array, named after the
+/// input, unless [`ConvertOptions::zarr_array`]) or a folder out. `None` when it is one
+/// array into one array, which [`copy`] does.
+pub(super) fn convert(
+    input: &Path,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Option<Converted>> {
+    let out = Format::by_extension(output);
+    let into_tree = match out {
+        Some(Format::Zarr) => !options.zarr_bare(),
+        Some(Format::Npz) => true,
+        None => !url_of(output),
+        Some(_) => false,
+    };
+    match (Tree::of(input)?, into_tree) {
+        (Some(tree), true) => tree.write(output, options, progress).map(Some),
+        (Some(tree), false) => {
+            let source = tree.only(input, options)?;
+            let sink = super::create(output, source.desc().clone(), options)?;
+            copy(source, sink, progress).map(Some)
+        }
+        (None, true) if matches!(out, Some(Format::Zarr | Format::Npz)) => {
+            let name = super::refs::array_name(input);
+            one_into_group(input, &name, output, options, progress).map(Some)
+        }
+        (None, _) => Ok(None),
+    }
+}
+
+/// The one array of `input` into a new Zarr group `output`, named `name`.
+pub(super) fn one_into_group(
+    input: &Path,
+    name: &str,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    Tree::one(input, name.into()).write(output, options, progress)
+}
+
+/// An array of a tree, and where it is read from.
+enum Member {
+    /// A dataset's variable, a `.ra`.
+    Variable(PathBuf),
+    /// One array: anything [`open`](super::open()) opens.
+    One(PathBuf),
+    /// An array of a Zarr group, its fill value taken as xarray takes it.
+    Zarr(PathBuf),
+}
+
+/// A tree of arrays: each by its path in the tree (`a`, `sub/b`), and each group
+/// (the root is `""`) with its attributes.
+pub(super) struct Tree {
+    /// What it is, for messages.
+    kind: &'static str,
+    arrays: Vec<(String, Member)>,
+    groups: BTreeMap<String, Map<String, Value>>,
+}
+
+impl Tree {
+    /// The tree the local folder `input` holds, if it holds several arrays' worth: a
+    /// Zarr group, or a dataset (a folder that is no Zarr node).
+    pub fn of(input: &Path) -> Result<Option<Tree>> {
+        if url_of(input) || !input.is_dir() {
+            return Ok(None);
+        }
+        match group::node(input)? {
+            Some(Node::Array) => Ok(None),
+            Some(Node::Group(attrs)) => zarr_tree(input, attrs).map(Some),
+            None => dataset_tree(input).map(Some),
+        }
+    }
+
+    /// One array, named `name`, in a group of its own.
+    pub fn one(input: &Path, name: String) -> Tree {
+        Tree {
+            kind: "one array",
+            arrays: vec![(name, Member::One(input.to_path_buf()))],
+            groups: BTreeMap::from([(String::new(), Map::new())]),
+        }
+    }
+
+    /// Its one array, opened; several are refused, named, with what to do instead.
+    pub fn only(&self, input: &Path, options: &ConvertOptions) -> Result<Box<dyn Source>> {
+        match self.arrays.as_slice() {
+            [(_, m)] => open_member(m, options),
+            [] => Err(Error::from(ErrorKind::InvalidArgument(format!(
+                "{} with no arrays",
+                self.kind
+            )))
+            .at(input)),
+            arrays => {
+                let names: Vec<&str> = arrays.iter().map(|(n, _)| n.as_str()).collect();
+                Err(Error::from(ErrorKind::InvalidArgument(format!(
+                    "{} of {} arrays ({}): convert it into a folder or a .zarr group, or \
+                     name one array inside it",
+                    self.kind,
+                    arrays.len(),
+                    names.join(", ")
+                )))
+                .at(input))
+            }
+        }
+    }
+
+    /// Writes the tree to `output`: a dataset folder, a Zarr group where its name ends
+    /// `.zarr` (in object storage, a group of one array), or an `.npz` of its arrays.
+    pub fn write(
+        self,
+        output: &Path,
+        options: &ConvertOptions,
+        progress: Progress,
+    ) -> Result<Converted> {
+        let zarr = Format::by_extension(output) == Some(Format::Zarr);
+        if Format::by_extension(output) == Some(Format::Npz) {
+            return self.write_npz(output, options, progress);
+        }
+        if url_of(output) {
+            return self.upload_one(output, options, progress);
+        }
+        let folder = NewFolder::create(output, options.placement().overwrite)?;
+        let top = folder.path();
+        for (g, attrs) in &self.groups {
+            if !g.is_empty() {
+                std::fs::create_dir_all(top.join(g)).map_err(io_at("create folder", output))?;
+            }
+            if !zarr && !attrs.is_empty() {
+                let path = top.join(g).join(crate::dataset::ATTRIBUTES);
+                let doc = yaml_map(vec![(
+                    "attributes",
+                    yaml_of_json(&Value::Object(attrs.clone())),
+                )]);
+                std::fs::write(&path, crate::ndl::to_text(&doc)).map_err(io_at("write", output))?;
+            }
+        }
+        let mut result = Converted::default();
+        for (name, m) in &self.arrays {
+            let source = open_member(m, options)?;
+            let sink = if zarr {
+                let at = Location::Local(top.join(name));
+                super::zarr::create(&at, source.desc().clone(), &xarray(options, m))?
+            } else {
+                let path = top.join(format!("{name}.ra"));
+                super::local::create_local(&path, source.desc().clone(), options)?
+            };
+            result.stored_raw |= copy(source, sink, progress)?.stored_raw;
+        }
+        if zarr {
+            self.write_groups(top)?;
+        }
+        folder.place()?;
+        Ok(result)
+    }
+
+    /// An `.npz` of the arrays, each `NAME.npy` (Fortran order): converted into a
+    /// scratch `.npy` beside the output, then streamed into the archive. NumPy's
+    /// archive has no groups, labels or attributes: a tree with sub-groups is refused,
+    /// and only the arrays are kept.
+    fn write_npz(
+        self,
+        output: &Path,
+        options: &ConvertOptions,
+        progress: Progress,
+    ) -> Result<Converted> {
+        let refuse = |why: &str| Err(Error::from(ErrorKind::Unsupported(why.into())).at(output));
+        if url_of(output) {
+            return refuse("an .npz into object storage: write it here, then upload it");
+        }
+        if let Some(g) = self.groups.keys().find(|g| !g.is_empty()) {
+            return refuse(&format!(
+                "the group {g}: an .npz holds arrays, not groups; convert the group's \
+                 folder alone"
+            ));
+        }
+        let dir = crate::replace::parent_dir(output);
+        crate::replace::build_file(output, options.placement(), |new| {
+            let mut npz = NpzWriter::new(new.file(), output);
+            let mut result = Converted::default();
+            for (name, m) in &self.arrays {
+                let source = open_member(m, options)?;
+                let (scratch, _gone) = super::npz::scratch(dir, "npy");
+                let sink = super::local::create_local(&scratch, source.desc().clone(), options)?;
+                result.stored_raw |= copy(source, sink, progress)?.stored_raw;
+                let file = File::open(&scratch).map_err(io_at("open", &scratch))?;
+                let len = file.metadata().map_err(io_at("stat", &scratch))?.len();
+                npz.add(&format!("{name}.npy"), file, len)?;
+            }
+            npz.finish()?;
+            Ok(result)
+        })
+    }
+
+    /// Each group's `zarr.json` in the folder `top`, its members' metadata
+    /// consolidated; the deepest first, the root last.
+    fn write_groups(&self, top: &Path) -> Result<()> {
+        let mut docs: BTreeMap<String, Value> = BTreeMap::new();
+        for (name, _) in &self.arrays {
+            let path = top.join(name).join("zarr.json");
+            let bytes = std::fs::read(&path).map_err(io_at("read", &path))?;
+            let doc = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::decode("zarr", e.to_string()).at(&path))?;
+            docs.insert(name.clone(), doc);
+        }
+        let mut groups: Vec<&String> = self.groups.keys().collect();
+        groups.sort_by_key(|g| std::cmp::Reverse(depth(g)));
+        for g in groups {
+            let doc = group::group_doc(self.groups[g].clone(), &below(&docs, g));
+            let path = top.join(g).join("zarr.json");
+            let text = serde_json::to_vec_pretty(&doc)
+                .map_err(|e| Error::decode("zarr", e.to_string()).at(&path))?;
+            std::fs::write(&path, text).map_err(io_at("write", &path))?;
+            docs.insert(g.clone(), doc);
+        }
+        Ok(())
+    }
+
+    /// A group of one array into object storage: the array under its name, then the
+    /// group's `zarr.json`.
+    fn upload_one(
+        self,
+        output: &Path,
+        options: &ConvertOptions,
+        progress: Progress,
+    ) -> Result<Converted> {
+        let ([(name, m)], true) = (self.arrays.as_slice(), self.groups.len() == 1) else {
+            return Err(Error::from(ErrorKind::Unsupported(
+                "a dataset or Zarr group of several arrays into object storage: convert it \
+                 to a local .zarr group and upload that folder"
+                    .into(),
+            ))
+            .at(output));
+        };
+        let root = options.zarr_at(output);
+        if !options.placement().overwrite && group::read_doc(&root).is_ok() {
+            return Err(Error::from(ErrorKind::Exists).at(output));
+        }
+        let source = open_member(m, options)?;
+        let at = options.zarr_at(&output.join(name));
+        let sink = super::zarr::create(&at, source.desc().clone(), &xarray(options, m))?;
+        let done = copy(source, sink, progress)?;
+        let array = group::read_doc(&at)?;
+        let doc = group::group_doc(Map::new(), &[(name.clone(), array)]);
+        group::write_doc(&root, &doc)?;
+        Ok(done)
+    }
+}
+
+/// Whether `path` is an `s3://` URL.
+fn url_of(path: &Path) -> bool {
+    path.to_str().is_some_and(|s| s.starts_with("s3://"))
+}
+
+fn depth(g: &str) -> usize {
+    if g.is_empty() {
+        0
+    } else {
+        g.matches('/').count() + 1
+    }
+}
+
+/// The documents of the nodes below the group `g`, by path within it.
+fn below(docs: &BTreeMap<String, Value>, g: &str) -> Vec<(String, Value)> {
+    let prefix = if g.is_empty() {
+        String::new()
+    } else {
+        format!("{g}/")
+    };
+    docs.iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v.clone())))
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
+}
+
+fn yaml_map(entries: Vec<(&str, Yaml)>) -> Yaml {
+    let mut h = Hash::new();
+    for (k, v) in entries {
+        h.insert(Yaml::String(k.into()), v);
+    }
+    Yaml::Hash(h)
+}
+
+/// `options` for the array `m` of a group: its Zarr metadata as xarray reads it; a
+/// dataset's variable keeps no whole trailer (its labels and attributes are all it
+/// holds), one array keeps it, as a bare array does.
+fn xarray(options: &ConvertOptions, m: &Member) -> ConvertOptions {
+    options
+        .clone()
+        .zarr_xarray(matches!(m, Member::Variable(_)))
+}
+
+fn open_member(m: &Member, options: &ConvertOptions) -> Result<Box<dyn Source>> {
+    match m {
+        Member::Variable(p) | Member::One(p) => super::open(p, options),
+        Member::Zarr(p) => Ok(Box::new(super::zarr::ZarrSource::open_member(
+            &options.zarr_at(p),
+        )?)),
+    }
+}
+
+/// The tree of the local Zarr group `dir`, whose attributes are `attrs`.
+fn zarr_tree(dir: &Path, attrs: Map<String, Value>) -> Result<Tree> {
+    let mut tree = Tree {
+        kind: "a Zarr group",
+        arrays: Vec::new(),
+        groups: BTreeMap::from([(String::new(), attrs)]),
+    };
+    for (key, node) in group::members(dir)? {
+        match node {
+            Node::Array => tree
+                .arrays
+                .push((key.clone(), Member::Zarr(dir.join(&key)))),
+            Node::Group(a) => {
+                tree.groups.insert(key, a);
+            }
+        }
+    }
+    Ok(tree)
+}
+
+/// The tree of the dataset at `folder`: its variables, and a group for the folder and
+/// each sub-folder that holds variables, with its `dataset.yaml` attributes.
+fn dataset_tree(folder: &Path) -> Result<Tree> {
+    let mut tree = Tree {
+        kind: "a dataset folder",
+        arrays: Vec::new(),
+        groups: BTreeMap::new(),
+    };
+    let variables = crate::dataset::variables(folder)?;
+    let mut names: Vec<String> = vec![String::new()];
+    for v in &variables {
+        let mut at = v.name.as_str();
+        while let Some((g, _)) = at.rsplit_once('/') {
+            names.push(g.to_string());
+            at = g;
+        }
+    }
+    for g in names {
+        let attrs = match crate::dataset::attributes(&folder.join(&g))? {
+            Some(a) => json_of_yaml(&a).as_object().cloned().unwrap_or_default(),
+            None => Map::new(),
+        };
+        tree.groups.insert(g, attrs);
+    }
+    tree.arrays = variables
+        .into_iter()
+        .map(|v| (v.name, Member::Variable(v.path)))
+        .collect();
+    Ok(tree)
+}
