@@ -34,6 +34,8 @@ pub(crate) struct Placement {
 
 /// A folder under construction beside its `target`, under a hidden name, to be named
 /// `target` by [`NewFolder::place`]; dropped unplaced, it is removed with all it holds.
+/// (Zarr stores and groups are its folders.)
+#[cfg(feature = "zarr")]
 pub(crate) struct NewFolder {
     tmp: PathBuf,
     target: PathBuf,
@@ -41,6 +43,7 @@ pub(crate) struct NewFolder {
     placed: bool,
 }
 
+#[cfg(feature = "zarr")]
 impl NewFolder {
     /// Starts the folder `target`: refused if its folder is missing, or if it exists
     /// and `overwrite` is not asked for.
@@ -96,6 +99,7 @@ impl NewFolder {
     }
 }
 
+#[cfg(feature = "zarr")]
 impl Drop for NewFolder {
     fn drop(&mut self) {
         if !self.placed {

@@ -43,6 +43,7 @@ pub mod ra;
 pub mod refs;
 #[cfg(feature = "s3")]
 pub mod remote;
+mod route;
 mod select;
 mod stack;
 #[cfg(feature = "zarr")]
@@ -54,9 +55,10 @@ use crate::dtype::DType;
 use crate::error::Result;
 
 pub use file::write_box;
-pub use open::{convert, create, open};
+pub use open::{create, open};
 pub use options::{is_zarr, ConvertOptions, Format};
 pub use plan::copy;
+pub use route::convert;
 pub use select::{select, Pick};
 pub use stack::stack;
 

@@ -1,0 +1,106 @@
+//! [`convert()`]: any input into any output, one array by [`copy`], or a tree of them
+//! (an `.npz` archive, a dataset folder, a Zarr group) member by member.
+
+use std::path::{Path, PathBuf};
+
+use super::local::{create_local, several};
+use super::open::{create, open, url_of};
+use super::options::{ConvertOptions, Format};
+use super::plan::copy;
+use super::{Converted, Source};
+use crate::error::{io_at, Error, ErrorKind, Result};
+use crate::layout::Progress;
+use crate::replace::{check_folder, refuse_existing};
+
+/// Converts `input` into `output`: any format into any other, the input told by its
+/// contents and the output by its name ([`Format`]), either or both in object storage
+/// (`s3://`), box by box in bounded memory ([`copy`](super::copy)). An `.npz`
+/// archive becomes a folder `output` of one `NAME.ra` per member (made if missing);
+/// one of a single array converts to any output. The logical array is kept (FORMAT.md
+/// section 7): its shape, its values, and the labels and attributes its format can
+/// carry. Nothing is left at `output` when the conversion fails.
+///
+/// A `.ra` input is mapped: no other program may rewrite or truncate an input while it
+/// is converted (rastore's own writers never do; they rename a new file over the old).
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    if url_of(input).is_none() && !input.is_dir() && Format::of(input)? == Format::Npz {
+        return npz_to_folder(input, output, options, progress);
+    }
+    if url_of(output).is_none() {
+        options.check_output(output)?;
+    }
+    #[cfg(feature = "zarr")]
+    if let Some(done) = super::group::convert(input, output, options, progress)? {
+        return Ok(done);
+    }
+    let source = open(input, options)?;
+    let sink = create(output, source.desc().clone(), options)?;
+    copy(source, sink, progress)
+}
+
+/// Each member of the archive `input` as `out/NAME.ra` (or its one member as the output
+/// `out` names, of any format), converted in turn; a deflated member is inflated
+/// beside the output first.
+fn npz_to_folder(
+    input: &Path,
+    out: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    let members = super::npz::members(input)?;
+    match (Format::by_extension(out), members.as_slice()) {
+        (Some(Format::Npz), _) => return Format::of_output(out).map(|_| Converted::default()),
+        #[cfg(feature = "zarr")]
+        (Some(Format::Zarr), [(name, _)]) if !options.zarr_bare() => {
+            options.check_output(out)?;
+            return super::group::one_into_group(input, name, out, options, progress);
+        }
+        (Some(_), [(_, m)]) => {
+            // One array: into any output, anywhere.
+            let scratch = match url_of(out) {
+                Some(_) => std::env::temp_dir(),
+                None => {
+                    options.check_output(out)?;
+                    crate::replace::parent_dir(out).to_path_buf()
+                }
+            };
+            let source = super::npz::MemberSource::open(input, m, &scratch)?;
+            let sink = create(out, source.desc().clone(), options)?;
+            return copy(Box::new(source), sink, progress);
+        }
+        (Some(_), _) => return Err(several(input, &members, Some(out))),
+        (None, _) => {}
+    }
+    if url_of(out).is_some() {
+        return Err(Error::from(ErrorKind::Unsupported(
+            "an .npz of several arrays into object storage: convert it to a local folder, \
+             then upload each .ra"
+                .into(),
+        ))
+        .at(out));
+    }
+    check_folder(out)?;
+    let outputs: Vec<PathBuf> = members
+        .iter()
+        .map(|(name, _)| out.join(format!("{name}.ra")))
+        .collect();
+    for o in &outputs {
+        refuse_existing(o, options.placement())?;
+    }
+    if !out.is_dir() {
+        std::fs::create_dir(out).map_err(io_at("create folder", out))?;
+    }
+    let mut result = Converted::default();
+    for ((_, m), o) in members.iter().zip(&outputs) {
+        let source = super::npz::MemberSource::open(input, m, out)?;
+        let sink = create_local(o, source.desc().clone(), options)?;
+        let done = copy(Box::new(source), sink, progress)?;
+        result.stored_raw |= done.stored_raw;
+    }
+    Ok(result)
+}
