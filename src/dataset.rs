@@ -112,18 +112,25 @@ pub fn attributes(folder: &Path) -> Result<Option<Yaml>> {
         return Ok(None);
     }
     let text = std::fs::read(&path).map_err(io_at("read", &path))?;
-    let doc = crate::ndl::parse_trailer(&text).ok_or_else(|| {
+    attributes_in(&text).map_err(|e| e.at(&path))
+}
+
+/// Largest `dataset.yaml` read (as an NDL trailer).
+pub const MAX_ATTRIBUTES: u64 = 1 << 20;
+
+/// The attributes of the `dataset.yaml` document `text` (`None` if it has none); a
+/// document that is no NDL, or whose attributes are no mapping, is an error.
+pub fn attributes_in(text: &[u8]) -> Result<Option<Yaml>> {
+    let doc = crate::ndl::parse_trailer(text).ok_or_else(|| {
         Error::from(ErrorKind::InvalidArgument(
             "not an NDL document (YAML starting ---, at most 1 MiB, no aliases)".into(),
         ))
-        .at(&path)
     })?;
     match &doc["attributes"] {
         Yaml::BadValue => Ok(None),
         a @ Yaml::Hash(_) => Ok(Some(a.clone())),
         _ => Err(Error::from(ErrorKind::InvalidArgument(
             "its attributes are not a mapping of names to values".into(),
-        ))
-        .at(&path)),
+        ))),
     }
 }

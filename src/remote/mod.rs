@@ -12,6 +12,7 @@
 //! | read a strided selection (the byte runs that hold it) | [`RemoteRa::read_selection_into`], [`Stride`] |
 //! | upload a local file or an array in memory | [`upload_file`], [`upload_bytes`] |
 //! | download or upload an object of any format whole | [`download`], [`upload_any`] |
+//! | list the objects under a prefix (a dataset), get, put or remove small objects | [`objects`] |
 //! | many nodes filling one object, a part each | [`FillToken::begin`], [`FillToken::put_part`], [`FillToken::complete`], [`FillToken::abort`] |
 //!
 //! Configuration is the AWS one, from the environment: `AWS_ENDPOINT_URL` (or
@@ -21,6 +22,7 @@
 
 pub(crate) mod client;
 mod fill;
+pub mod objects;
 mod read;
 mod select;
 mod upload;

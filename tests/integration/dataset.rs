@@ -117,3 +117,77 @@ fn the_tool_reads_a_folder_as_its_variables() {
     std::fs::create_dir(&empty).unwrap();
     assert!(fails(&["info", s(&empty)], 1).contains("no .ra files"));
 }
+
+/// A dataset under an `s3://bucket/prefix/`, against s3s-fs: a folder uploads into
+/// one, converts from one into a Zarr group and back into a folder; a failure at any
+/// variable removes every object written; replacing one removes what the new one has
+/// not.
+#[test]
+fn a_dataset_in_object_storage_goes_both_ways() {
+    let Some(server) = crate::s3_server::Server::start() else {
+        return;
+    };
+    let d = tmp();
+    let run = d.path().join("run");
+    std::fs::create_dir_all(run.join("coils")).unwrap();
+    variable(&run.join("temp.ra"), 6);
+    variable(&run.join("coils/c0.ra"), 3);
+    std::fs::write(run.join("dataset.yaml"), "---\nattributes:\n  title: up\n").unwrap();
+    let url = format!("s3://{}/sets/run/", crate::s3_server::BUCKET);
+    let env = crate::s3_server::Server::env(&server.endpoint());
+    let ra = |args: &[&str]| {
+        crate::cli::ra()
+            .args(args)
+            .envs(env.clone())
+            .output()
+            .unwrap()
+    };
+    let okay = |args: &[&str]| {
+        let o = ra(args);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "ra {args:?}: {err}");
+    };
+    okay(&["convert", s(&run), &url]);
+    for key in ["temp.ra", "coils/c0.ra", "dataset.yaml"] {
+        assert!(server.object(&format!("sets/run/{key}")).is_file(), "{key}");
+    }
+    // An existing dataset is refused without --overwrite.
+    let again = ra(&["convert", s(&run), &url]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--overwrite"));
+    // From object storage into a Zarr group, and into a folder.
+    let z = d.path().join("run.zarr");
+    okay(&["convert", &url, s(&z)]);
+    let root = std::fs::read_to_string(z.join("zarr.json")).unwrap();
+    assert!(root.contains("\"title\": \"up\"") && root.contains("coils/c0"), "{root}");
+    let back = d.path().join("back");
+    okay(&["convert", &url, s(&back)]);
+    for v in ["temp.ra", "coils/c0.ra"] {
+        assert_eq!(
+            std::fs::read(run.join(v)).unwrap(),
+            std::fs::read(back.join(v)).unwrap(),
+            "{v}"
+        );
+    }
+    assert!(std::fs::read_to_string(back.join("dataset.yaml"))
+        .unwrap()
+        .contains("title: up"));
+    // A variable that fails (cut short) leaves no object of the new dataset.
+    let bad = d.path().join("bad");
+    std::fs::create_dir(&bad).unwrap();
+    variable(&bad.join("a.ra"), 4);
+    variable(&bad.join("b.ra"), 4);
+    let cut = std::fs::read(bad.join("b.ra")).unwrap();
+    std::fs::write(bad.join("b.ra"), &cut[..60]).unwrap();
+    let bad_url = format!("s3://{}/sets/bad/", crate::s3_server::BUCKET);
+    let failed = ra(&["convert", s(&bad), &bad_url]);
+    assert!(!failed.status.success());
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("b.ra"));
+    assert!(!server.object("sets/bad/a.ra").exists());
+    assert!(server.pending_uploads().is_empty());
+    // Replacing: the variables the new dataset has not are removed.
+    std::fs::remove_dir_all(run.join("coils")).unwrap();
+    okay(&["convert", s(&run), &url, "--overwrite"]);
+    assert!(server.object("sets/run/temp.ra").is_file());
+    assert!(!server.object("sets/run/coils/c0.ra").exists());
+}

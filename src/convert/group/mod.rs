@@ -30,6 +30,9 @@ use crate::formats::zarr::Location;
 use crate::layout::Progress;
 use crate::replace::NewFolder;
 
+#[cfg(feature = "s3")]
+mod remote;
+
 /// Converts `input` into `output` where either is a tree of arrays: a dataset folder
 /// or Zarr group in, or a `.zarr` out (a group of the one array, named after the
 /// input, unless [`ConvertOptions::zarr_array`]) or a folder out. `None` when it is one
@@ -44,10 +47,11 @@ pub(super) fn convert(
     let into_tree = match out {
         Some(Format::Zarr) => !options.zarr_bare(),
         Some(Format::Npz) => true,
-        None => !url_of(output),
+        // A folder; in object storage, a prefix ending `/`.
+        None => !url_of(output) || output.to_string_lossy().ends_with('/'),
         Some(_) => false,
     };
-    match (Tree::of(input)?, into_tree) {
+    match (Tree::of(input, options)?, into_tree) {
         (Some(tree), true) => tree.write(output, options, progress).map(Some),
         (Some(tree), false) => {
             let source = tree.only(input, options)?;
@@ -95,8 +99,11 @@ pub(super) struct Tree {
 impl Tree {
     /// The tree the local folder `input` holds, if it holds several arrays' worth: a
     /// Zarr group, or a dataset (a folder that is no Zarr node).
-    pub fn of(input: &Path) -> Result<Option<Tree>> {
-        if url_of(input) || !input.is_dir() {
+    pub fn of(input: &Path, options: &ConvertOptions) -> Result<Option<Tree>> {
+        if url_of(input) {
+            return remote_tree(input, options);
+        }
+        if !input.is_dir() {
             return Ok(None);
         }
         match group::node(input)? {
@@ -150,8 +157,11 @@ impl Tree {
         if Format::by_extension(output) == Some(Format::Npz) {
             return self.write_npz(output, options, progress);
         }
-        if url_of(output) {
+        if url_of(output) && zarr {
             return self.upload_one(output, options, progress);
+        }
+        if url_of(output) {
+            return upload_folder(self, output, options, progress);
         }
         let folder = NewFolder::create(output, options.placement().overwrite)?;
         let top = folder.path();
@@ -161,11 +171,7 @@ impl Tree {
             }
             if !zarr && !attrs.is_empty() {
                 let path = top.join(g).join(crate::dataset::ATTRIBUTES);
-                let doc = yaml_map(vec![(
-                    "attributes",
-                    yaml_of_json(&Value::Object(attrs.clone())),
-                )]);
-                std::fs::write(&path, crate::ndl::to_text(&doc)).map_err(io_at("write", output))?;
+                std::fs::write(&path, attributes_doc(attrs)).map_err(io_at("write", output))?;
             }
         }
         let mut result = Converted::default();
@@ -306,12 +312,50 @@ fn below(docs: &BTreeMap<String, Value>, g: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
-fn yaml_map(entries: Vec<(&str, Yaml)>) -> Yaml {
+/// The `dataset.yaml` of a group with `attrs`.
+fn attributes_doc(attrs: &Map<String, Value>) -> String {
     let mut h = Hash::new();
-    for (k, v) in entries {
-        h.insert(Yaml::String(k.into()), v);
-    }
-    Yaml::Hash(h)
+    h.insert(
+        Yaml::String("attributes".into()),
+        yaml_of_json(&Value::Object(attrs.clone())),
+    );
+    crate::ndl::to_text(&Yaml::Hash(h))
+}
+
+/// The tree of a dataset in object storage (`s3://bucket/run/`, ending `/`), if `input`
+/// names one.
+#[cfg(feature = "s3")]
+fn remote_tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree>> {
+    remote::tree(input, options)
+}
+
+#[cfg(not(feature = "s3"))]
+fn remote_tree(_input: &Path, _options: &ConvertOptions) -> Result<Option<Tree>> {
+    Ok(None)
+}
+
+/// The tree into object storage as a dataset under the prefix `output`.
+#[cfg(feature = "s3")]
+fn upload_folder(
+    tree: Tree,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    remote::upload_folder(tree, output, options, progress)
+}
+
+#[cfg(not(feature = "s3"))]
+fn upload_folder(
+    _tree: Tree,
+    output: &Path,
+    _options: &ConvertOptions,
+    _progress: Progress,
+) -> Result<Converted> {
+    Err(Error::from(ErrorKind::Unsupported(
+        "a dataset in object storage, in a build without the `s3` feature".into(),
+    ))
+    .at(output))
 }
 
 /// `options` for the array `m` of a group: its Zarr metadata as xarray reads it; a

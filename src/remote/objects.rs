@@ -1,0 +1,100 @@
+//! Objects as a folder holds files, for datasets in object storage: the objects under a
+//! prefix (`s3://bucket/run/`), a small object read whole, one put whole, and objects
+//! removed.
+
+use futures::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use super::client::{remote_err, runtime, store, RemoteOptions, S3Url};
+use crate::error::{Error, ErrorKind, Result};
+
+/// An object under a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Its key below the prefix (`temp.ra`, `coils/c0.ra`).
+    pub name: String,
+    /// Its length in bytes.
+    pub size: u64,
+}
+
+/// The bucket and prefix of `s3://bucket/prefix/` (the `/` optional), as a URL of
+/// the prefix without it.
+fn prefix_of(url: &str) -> Result<S3Url> {
+    S3Url::parse(url.trim_end_matches('/')).map_err(|_| {
+        Error::from(ErrorKind::InvalidArgument(format!(
+            "{url:?}: a folder in object storage is s3://bucket/prefix/"
+        )))
+    })
+}
+
+/// Every object under the prefix `url` (`s3://bucket/run/`), at every level, sorted by
+/// name.
+pub fn list(url: &str, options: &RemoteOptions) -> Result<Vec<Listed>> {
+    let at = prefix_of(url)?;
+    let store = store(&at, options)?;
+    let prefix = ObjectPath::from(at.key.as_str());
+    let found: Vec<object_store::ObjectMeta> = runtime()?
+        .block_on(store.list(Some(&prefix)).try_collect())
+        .map_err(remote_err("list", &at))?;
+    let start = format!("{}/", at.key);
+    let mut out: Vec<Listed> = found
+        .into_iter()
+        .filter_map(|m| {
+            let name = m.location.as_ref().strip_prefix(&start)?.to_string();
+            Some(Listed {
+                name,
+                size: m.size,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// The bytes of the object `url`, or `None` if there is none; one longer than `max`
+/// bytes is an error.
+pub fn get_small(url: &str, max: u64, options: &RemoteOptions) -> Result<Option<Vec<u8>>> {
+    let at = S3Url::parse(url)?;
+    let store = store(&at, options)?;
+    let rt = runtime()?;
+    let meta = match rt.block_on(store.head(&at.path())) {
+        Ok(m) => m,
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(remote_err("head", &at)(e)),
+    };
+    if meta.size > max {
+        return Err(Error::from(ErrorKind::InvalidArgument(format!(
+            "{} bytes, more than the {max} such a document may have",
+            meta.size
+        )))
+        .at(at.shown()));
+    }
+    let bytes = rt
+        .block_on(async { store.get(&at.path()).await?.bytes().await })
+        .map_err(remote_err("get", &at))?;
+    Ok(Some(bytes.to_vec()))
+}
+
+/// Stores `bytes` as the object `url`, whole.
+pub fn put(url: &str, bytes: Vec<u8>, options: &RemoteOptions) -> Result<()> {
+    let at = S3Url::parse(url)?;
+    let store = store(&at, options)?;
+    runtime()?
+        .block_on(store.put(&at.path(), PutPayload::from(bytes)))
+        .map_err(remote_err("put", &at))?;
+    Ok(())
+}
+
+/// Removes the objects `urls` (one missing is no error).
+pub fn delete(urls: &[String], options: &RemoteOptions) -> Result<()> {
+    for url in urls {
+        let at = S3Url::parse(url)?;
+        let store = store(&at, options)?;
+        match runtime()?.block_on(store.delete(&at.path())) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(remote_err("delete", &at)(e)),
+        }
+    }
+    Ok(())
+}
