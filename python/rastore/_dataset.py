@@ -14,6 +14,10 @@ xarray (the model is docs/FORMAT.md's "Datasets").
   it into place when every variable is written; on any failure nothing is left. (A
   replaced dataset is moved aside first: for the moment between the two renames,
   neither is at the target.)
+- In object storage, a dataset is the objects under a prefix ending ``/``
+  (``s3://bucket/run/``). Object storage has no rename: each variable is a whole
+  upload, ``dataset.yaml`` comes last, a failure removes every object written, and a
+  replaced dataset's objects that the new one has not are removed once it is written.
 
 Imported only when used.
 """
@@ -25,7 +29,7 @@ import uuid
 import xarray as xr
 from xarray.core import indexing
 
-from . import Error, _folder_attributes, _is_remote, _rastore
+from . import Error, _folder_attributes, _is_remote, _rastore, _settings
 from ._array import Array
 from ._xarray import RastoreBackendArray, _plain, labels
 
@@ -33,8 +37,53 @@ from . import _DATASET_ATTRIBUTES as ATTRIBUTES
 
 
 def is_dataset(path):
-    """Whether ``path`` is a local folder (a dataset, or a tree of them)."""
-    return not _is_remote(str(path)) and os.path.isdir(path)
+    """Whether ``path`` is a local folder or an ``s3://bucket/prefix/`` (a dataset, or a
+    tree of them)."""
+    if _is_remote(str(path)):
+        return str(path).endswith("/")
+    return os.path.isdir(path)
+
+
+class _Prefix:
+    """A dataset under an ``s3://`` prefix: its objects, listed once."""
+
+    def __init__(self, url, storage_options):
+        self.base = str(url).rstrip("/")
+        self.storage_options = storage_options
+        listed = _rastore.remote_list(self.base + "/", _settings(storage_options))
+        self.names = [n for n, _ in listed
+                      if not any(part.startswith(".") for part in n.split("/"))]
+
+    def url(self, group, name):
+        return "/".join(p for p in (self.base, group, name) if p)
+
+    def variables(self, group):
+        """The variable names of ``group`` ("" for the top) and their URLs."""
+        at = f"{group}/" if group else ""
+        for n in self.names:
+            rest = n[len(at):] if n.startswith(at) else None
+            if rest and "/" not in rest and rest.endswith(".ra"):
+                yield rest[:-3], self.url(group, rest)
+
+    def groups(self):
+        """Every group that holds variables or attributes, parents first."""
+        out = {""}
+        for n in self.names:
+            parts = n.split("/")[:-1]
+            out.update("/".join(parts[:k]) for k in range(1, len(parts) + 1))
+        return sorted(out, key=lambda g: (g.count("/"), g))
+
+    def attributes(self, group):
+        url = self.url(group, ATTRIBUTES)
+        text = _rastore.remote_get(url, 1 << 20, _settings(self.storage_options))
+        if text is None:
+            return {}
+        doc = _rastore.ndl_document(bytes(text))
+        attrs = None if doc is None else doc.get("attributes", {})
+        if not isinstance(attrs, dict):
+            raise Error(f"{url}: not an NDL document (YAML starting ---) with a mapping of "
+                        "attributes")
+        return attrs
 
 
 def _entries(folder):
@@ -42,29 +91,39 @@ def _entries(folder):
                   key=lambda e: e.name)
 
 
-def _raw(folder, drop_variables):
+def _files(folder, prefix, group):
+    """The variables of a local folder, or of ``group`` of a ``_Prefix``: (name, location)."""
+    if prefix is not None:
+        return list(prefix.variables(group))
+    return [(e.name[:-3], e.path) for e in _entries(folder)
+            if e.is_file() and e.name.endswith(".ra")]
+
+
+def _raw(folder, drop_variables, prefix=None, group=""):
     """The folder's variables as stored (CF-encoded, lazy) and its attributes."""
     variables = {}
-    for e in _entries(folder):
-        if not (e.is_file() and e.name.endswith(".ra")):
-            continue
-        name = e.name[:-3]
+    for name, location in _files(folder, prefix, group):
         if drop_variables and name in drop_variables:
             continue
-        array = Array(e.path)
+        array = Array(location, prefix.storage_options if prefix is not None else None)
         _, dims, coords, attrs = labels(array.metadata, array.shape)
         data = indexing.LazilyIndexedArray(RastoreBackendArray(array))
         variables[name] = xr.Variable(dims, data, attrs=attrs)
         # A file written alone, as a DataArray, carries its coordinates inline.
         for c, v in coords.items():
             variables.setdefault(c, v)
-    return variables, _folder_attributes(folder)
+    attrs = prefix.attributes(group) if prefix is not None else _folder_attributes(folder)
+    return variables, attrs
 
 
-def open_dataset(folder, *, drop_variables=None, **decoders):
-    """The dataset in ``folder``, lazily, CF-decoded as ``decoders`` (xarray's
-    ``decode_times``, ``mask_and_scale`` and so on) say."""
-    variables, attrs = _raw(folder, drop_variables)
+def open_dataset(folder, *, drop_variables=None, storage_options=None, _prefix=None,
+                 _group="", **decoders):
+    """The dataset in ``folder`` (or under an ``s3://`` prefix ending ``/``), lazily,
+    CF-decoded as ``decoders`` (xarray's ``decode_times``, ``mask_and_scale`` and so on)
+    say."""
+    if _prefix is None and _is_remote(str(folder)):
+        _prefix = _Prefix(folder, storage_options)
+    variables, attrs = _raw(folder, drop_variables, _prefix, _group)
     try:
         ds = xr.Dataset(variables, attrs=attrs)
     except ValueError as e:
@@ -72,9 +131,15 @@ def open_dataset(folder, *, drop_variables=None, **decoders):
     return xr.decode_cf(ds, **{k: v for k, v in decoders.items() if v is not None})
 
 
-def open_datatree(folder, **kwargs):
-    """The tree of datasets in ``folder`` and its sub-folders."""
+def open_datatree(folder, storage_options=None, **kwargs):
+    """The tree of datasets in ``folder`` and its sub-folders (or under an ``s3://``
+    prefix and the prefixes below it)."""
     nodes = {}
+    if _is_remote(str(folder)):
+        prefix = _Prefix(folder, storage_options)
+        for g in prefix.groups():
+            nodes["/" + g] = open_dataset(folder, _prefix=prefix, _group=g, **kwargs)
+        return xr.DataTree.from_dict(nodes)
 
     def walk(path, at):
         nodes[at] = open_dataset(path, **kwargs)
@@ -125,14 +190,13 @@ def write(folder, obj, *, durable=False, split_links=False, storage_options=None
     """``rastore.write`` of a Dataset or DataTree: a folder built beside ``folder`` and
     moved into place whole; an existing ``folder`` is replaced only if it is a dataset
     (holds ``.ra`` files or ``dataset.yaml``)."""
-    if _is_remote(str(folder)):
-        raise Error(f"{folder}: datasets are written to local folders; for object "
-                    "storage, write each variable: rastore.write(f'{prefix}/{name}.ra', ds[name])")
     if str(folder).endswith(".ra"):
         raise Error(f"{folder}: a dataset is a folder, one NAME.ra per variable; give a "
                     "folder name without .ra (or write one variable: ds[name])")
     if not compute:
         raise Error("compute=False writes one array; a dataset is written at once")
+    if _is_remote(str(folder)):
+        return _write_remote(str(folder), obj, storage_options)
     folder = os.path.abspath(os.fspath(folder))
     parent = os.path.dirname(folder)
     if not os.path.isdir(parent):
@@ -145,13 +209,8 @@ def write(folder, obj, *, durable=False, split_links=False, storage_options=None
     options = {"durable": durable, "split_links": split_links}
     delayed = []
     try:
-        if isinstance(obj, xr.DataTree):
-            for node in obj.subtree:
-                rel = node.relative_to(obj) if node is not obj else "."
-                path = os.path.normpath(os.path.join(tmp, rel))
-                _write_node(node.to_dataset(inherit=False), path, delayed, options)
-        else:
-            _write_node(obj, tmp, delayed, options)
+        for rel, ds in _nodes(obj):
+            _write_node(ds, os.path.normpath(os.path.join(tmp, rel or ".")), delayed, options)
         if delayed:
             from . import _dask
 
@@ -161,6 +220,61 @@ def write(folder, obj, *, durable=False, split_links=False, storage_options=None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _nodes(obj):
+    """(path below the top, Dataset) of each node of a DataTree, or of one Dataset."""
+    if isinstance(obj, xr.DataTree):
+        return [("" if node is obj else node.relative_to(obj), node.to_dataset(inherit=False))
+                for node in obj.subtree]
+    return [("", obj)]
+
+
+def _write_remote(url, obj, storage_options):
+    """A dataset under the prefix ``url`` (``s3://bucket/run/``): each variable a whole
+    upload, then the ``dataset.yaml`` files; on a failure every object written is
+    removed; a replaced dataset's objects that the new one has not are removed after."""
+    from . import _xarray
+
+    if not url.endswith("/"):
+        raise Error(f"{url}: a dataset in object storage is a prefix ending '/' "
+                    f"({url}/)")
+    settings = _settings(storage_options)
+    base = url.rstrip("/")
+    old = [n for n, _ in _rastore.remote_list(url, settings)]
+    if old and not any(n.endswith(".ra") or n.endswith(ATTRIBUTES) for n in old):
+        raise FileExistsError(17, "holds objects and is not a dataset (no .ra objects, no "
+                              f"{ATTRIBUTES}): not replaced", url)
+    written, delayed, docs = [], [], []
+    try:
+        for rel, ds in _nodes(obj):
+            prefix = f"{base}/{rel}" if rel else base
+            variables, attrs = _encoded(ds)
+            for name, var in variables.items():
+                name = _check_name(name, prefix)
+                if name + ".ra" == ATTRIBUTES:
+                    raise Error(f"{prefix}: a variable may not be named {name!r}")
+                da = xr.DataArray(var.data, dims=var.dims, attrs=var.attrs, name=name)
+                target = f"{prefix}/{name}.ra"
+                written.append(target)
+                out = _xarray.write(target, da, compute=False, storage_options=storage_options)
+                if out is not None:
+                    delayed.append(out)
+            if attrs:
+                doc = bytes(_rastore.ndl_text({"attributes": _plain(dict(attrs))}))
+                docs.append((f"{prefix}/{ATTRIBUTES}", doc))
+        if delayed:
+            from . import _dask
+
+            _dask.compute_writes(delayed)
+        for target, doc in docs:
+            written.append(target)
+            _rastore.remote_put(target, doc, settings)
+    except BaseException:
+        _rastore.remote_delete(written, settings)
+        raise
+    now = set(written)
+    _rastore.remote_delete([f"{base}/{n}" for n in old if f"{base}/{n}" not in now], settings)
 
 
 def _replaceable(folder):

@@ -146,7 +146,8 @@ class RastoreBackendEntrypoint(BackendEntrypoint):
 
         if _dataset.is_dataset(location):
             return _dataset.open_dataset(
-                location, drop_variables=drop_variables, mask_and_scale=mask_and_scale,
+                location, drop_variables=drop_variables, storage_options=storage_options,
+                mask_and_scale=mask_and_scale,
                 decode_times=decode_times, decode_timedelta=decode_timedelta,
                 use_cftime=use_cftime, decode_coords=decode_coords)
         array = Array(location, storage_options)
@@ -157,13 +158,14 @@ class RastoreBackendEntrypoint(BackendEntrypoint):
         variables = {} if drop_variables and key in drop_variables else {key: var}
         return xr.Dataset(variables, coords=coords)
 
-    def open_datatree(self, filename_or_obj, *, drop_variables=None, mask_and_scale=None,
-                      decode_times=None, decode_timedelta=None, use_cftime=None,
-                      decode_coords=None, **_):
+    def open_datatree(self, filename_or_obj, *, drop_variables=None, storage_options=None,
+                      mask_and_scale=None, decode_times=None, decode_timedelta=None,
+                      use_cftime=None, decode_coords=None, **_):
         from . import _dataset
 
         return _dataset.open_datatree(
-            os.fspath(filename_or_obj), drop_variables=drop_variables,
+            os.fspath(filename_or_obj), storage_options=storage_options,
+            drop_variables=drop_variables,
             mask_and_scale=mask_and_scale, decode_times=decode_times,
             decode_timedelta=decode_timedelta, use_cftime=use_cftime,
             decode_coords=decode_coords)

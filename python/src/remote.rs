@@ -26,6 +26,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fill_put, m)?)?;
     m.add_function(wrap_pyfunction!(fill_complete, m)?)?;
     m.add_function(wrap_pyfunction!(fill_abort, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_list, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_get, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_put, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_delete, m)?)?;
     Ok(())
 }
 
@@ -307,4 +311,55 @@ fn fill_complete(
 fn fill_abort(py: Python<'_>, token_json: &str, settings: Vec<(String, String)>) -> PyResult<()> {
     let t = token(token_json)?;
     py.detach(|| t.abort(&options(settings))).map_err(to_py)
+}
+
+/// The objects under the prefix `url` (`s3://bucket/run/`), every level: `(name below
+/// the prefix, size)`, sorted.
+#[pyfunction]
+fn remote_list(
+    py: Python<'_>,
+    url: String,
+    settings: Vec<(String, String)>,
+) -> PyResult<Vec<(String, u64)>> {
+    let listed = py
+        .detach(|| rastore::remote::objects::list(&url, &options(settings)))
+        .map_err(to_py)?;
+    Ok(listed.into_iter().map(|l| (l.name, l.size)).collect())
+}
+
+/// The bytes of a small object (at most `max`), or `None` if there is none.
+#[pyfunction]
+fn remote_get<'py>(
+    py: Python<'py>,
+    url: String,
+    max: u64,
+    settings: Vec<(String, String)>,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let bytes = py
+        .detach(|| rastore::remote::objects::get_small(&url, max, &options(settings)))
+        .map_err(to_py)?;
+    Ok(bytes.map(|b| PyBytes::new(py, &b)))
+}
+
+/// Stores `data` as the object `url`, whole.
+#[pyfunction]
+fn remote_put(
+    py: Python<'_>,
+    url: String,
+    data: Vec<u8>,
+    settings: Vec<(String, String)>,
+) -> PyResult<()> {
+    py.detach(|| rastore::remote::objects::put(&url, data, &options(settings)))
+        .map_err(to_py)
+}
+
+/// Removes the objects `urls` (a missing one is no error).
+#[pyfunction]
+fn remote_delete(
+    py: Python<'_>,
+    urls: Vec<String>,
+    settings: Vec<(String, String)>,
+) -> PyResult<()> {
+    py.detach(|| rastore::remote::objects::delete(&urls, &options(settings)))
+        .map_err(to_py)
 }

@@ -278,3 +278,43 @@ def test_what_is_not_a_dataset_is_refused_by_name(tmp_path):
     with pytest.raises(rastore.Error, match="cannot be a file name"):
         rastore.write(tmp_path / "bad", xr.Dataset({"a/b": (("x",), np.ones(2))}))
     assert sorted(os.listdir(tmp_path)) == ["notes"]
+
+
+def test_a_dataset_and_a_tree_in_object_storage(tmp_path, s3):
+    """Against s3s-fs: a Dataset and a DataTree under s3:// prefixes, written and read
+    through xarray, converted into a Zarr group and a folder; a failed write leaves no
+    object; a replaced dataset keeps none of the old one's variables."""
+    o = s3.options
+    ds = _dataset()
+    url = s3.url("sets/run/")
+    rastore.write(url, ds, storage_options=o)
+    assert s3.object("sets/run/temp.ra").is_file() and s3.object("sets/run/dataset.yaml").is_file()
+    back = xr.open_dataset(url, engine="rastore", storage_options=o)
+    xr.testing.assert_identical(back.load(), ds)
+    # Each object is a complete RawArray.
+    np.testing.assert_array_equal(rastore.read(s3.url("sets/run/temp.ra"), storage_options=o),
+                                  ds["temp"].values)
+    # Through the engine: into a Zarr group xarray opens, and into a local folder.
+    pytest.importorskip("zarr")
+    rastore.convert(url, tmp_path / "run.zarr", storage_options=o)
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "run.zarr").load(), ds)
+    rastore.convert(url, tmp_path / "run", storage_options=o)
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "run", engine="rastore").load(), ds)
+    # A tree.
+    tree = xr.DataTree.from_dict({"/": xr.Dataset(attrs={"project": "p"}), "/a": ds,
+                                  "/a/b": xr.Dataset({"c": (("x",), np.arange(3.0))})})
+    rastore.write(s3.url("sets/tree/"), tree, storage_options=o)
+    got = xr.open_datatree(s3.url("sets/tree/"), engine="rastore", storage_options=o)
+    xr.testing.assert_identical(got.load(), tree)
+    # A failure at a variable (a Dask block) leaves no object of the new dataset.
+    da = pytest.importorskip("dask.array")
+    failing = ds["temp"].copy(data=da.from_array(ds["temp"].values, chunks=(4, 5, 2))
+                              .map_blocks(fails_on_block_two, dtype="f4"))
+    with pytest.raises(ValueError, match="block 2 is bad"):
+        rastore.write(s3.url("sets/bad/"), ds.assign(temp=failing), storage_options=o)
+    assert not s3.object("sets/bad").exists() or not any(s3.object("sets/bad").rglob("*.ra"))
+    # Replacing: the old dataset's variables the new one has not are gone.
+    rastore.write(url, ds[["count"]], storage_options=o)
+    assert not s3.object("sets/run/temp.ra").exists()
+    xr.testing.assert_identical(
+        xr.open_dataset(url, engine="rastore", storage_options=o).load(), ds[["count"]])

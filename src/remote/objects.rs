@@ -42,10 +42,7 @@ pub fn list(url: &str, options: &RemoteOptions) -> Result<Vec<Listed>> {
         .into_iter()
         .filter_map(|m| {
             let name = m.location.as_ref().strip_prefix(&start)?.to_string();
-            Some(Listed {
-                name,
-                size: m.size,
-            })
+            Some(Listed { name, size: m.size })
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));

@@ -159,7 +159,10 @@ fn a_dataset_in_object_storage_goes_both_ways() {
     let z = d.path().join("run.zarr");
     okay(&["convert", &url, s(&z)]);
     let root = std::fs::read_to_string(z.join("zarr.json")).unwrap();
-    assert!(root.contains("\"title\": \"up\"") && root.contains("coils/c0"), "{root}");
+    assert!(
+        root.contains("\"title\": \"up\"") && root.contains("coils/c0"),
+        "{root}"
+    );
     let back = d.path().join("back");
     okay(&["convert", &url, s(&back)]);
     for v in ["temp.ra", "coils/c0.ra"] {

@@ -45,7 +45,8 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
     for l in &listed {
         if let Some(stem) = l.name.strip_suffix(".ra") {
             let at = format!("{base}/{}", l.name);
-            tree.arrays.push((stem.to_string(), Member::Variable(at.into())));
+            tree.arrays
+                .push((stem.to_string(), Member::Variable(at.into())));
             let mut g = stem;
             while let Some((up, _)) = g.rsplit_once('/') {
                 tree.groups.entry(up.to_string()).or_default();
@@ -63,7 +64,9 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
         let text = objects::get_small(&at, MAX_ATTRIBUTES, remote)?.unwrap_or_default();
         let attrs = attributes_in(&text).map_err(|e| e.at(&at))?;
         let attrs = attrs.map(|a| json_of_yaml(&a));
-        let attrs = attrs.and_then(|a| a.as_object().cloned()).unwrap_or_default();
+        let attrs = attrs
+            .and_then(|a| a.as_object().cloned())
+            .unwrap_or_default();
         tree.groups.insert(group.to_string(), attrs);
     }
     Ok(Some(tree))
