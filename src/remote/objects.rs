@@ -49,6 +49,26 @@ pub fn list(url: &str, options: &RemoteOptions) -> Result<Vec<Listed>> {
     Ok(out)
 }
 
+/// Whether a key below a dataset's prefix is hidden (a writer's work in progress).
+pub fn hidden(name: &str) -> bool {
+    name.split('/').any(|c| c.starts_with('.'))
+}
+
+/// The variables of the dataset under the prefix `url` (`s3://bucket/run/`), every
+/// level: each one's name (`temp`, `coils/c0`) and URL, sorted; hidden keys are not
+/// part of it.
+pub fn variables(url: &str, options: &RemoteOptions) -> Result<Vec<(String, String)>> {
+    let base = url.trim_end_matches('/');
+    Ok(list(url, options)?
+        .into_iter()
+        .filter(|l| !hidden(&l.name))
+        .filter_map(|l| {
+            let stem = l.name.strip_suffix(".ra")?.to_string();
+            Some((stem, format!("{base}/{}", l.name)))
+        })
+        .collect())
+}
+
 /// The bytes of the object `url`, or `None` if there is none; one longer than `max`
 /// bytes is an error.
 pub fn get_small(url: &str, max: u64, options: &RemoteOptions) -> Result<Option<Vec<u8>>> {

@@ -151,6 +151,17 @@ fn a_dataset_in_object_storage_goes_both_ways() {
     for key in ["temp.ra", "coils/c0.ra", "dataset.yaml"] {
         assert!(server.object(&format!("sets/run/{key}")).is_file(), "{key}");
     }
+    // ra info and ra verify go through its variables.
+    for cmd in ["info", "verify"] {
+        let o = ra(&[cmd, &url]);
+        let said = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{cmd}: {said}");
+        assert_eq!(said.lines().count(), 2, "{cmd}: {said}");
+        assert!(
+            said.contains("run/coils/c0.ra") && said.contains("run/temp.ra"),
+            "{said}"
+        );
+    }
     // An existing dataset is refused without --overwrite.
     let again = ra(&["convert", s(&run), &url]);
     assert!(!again.status.success());

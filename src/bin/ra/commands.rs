@@ -251,16 +251,23 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
     let mut bad = false;
     let mut all = Vec::new();
     for p in files {
-        if !p.is_dir() {
+        let prefix = remote::is_remote(p) && p.to_string_lossy().ends_with('/');
+        if !p.is_dir() && !prefix {
             all.push(p.clone());
             continue;
         }
-        match rastore::dataset::variables(p) {
+        let found = match prefix {
+            true => remote::variables(p),
+            false => {
+                rastore::dataset::variables(p).map(|v| v.into_iter().map(|v| v.path).collect())
+            }
+        };
+        match found {
             Ok(vars) if vars.is_empty() => {
                 bad = true;
                 eprintln!("{}: a folder with no .ra files", term::path(p));
             }
-            Ok(vars) => all.extend(vars.into_iter().map(|v| v.path)),
+            Ok(vars) => all.extend(vars),
             Err(e) => {
                 bad = true;
                 eprintln!("{}", term::line(&crate::message(&e)));

@@ -37,6 +37,13 @@ pub fn describe(p: &Path) -> rastore::Result<String> {
     ))
 }
 
+/// The variables of the dataset under the prefix `p` (`s3://bucket/run/`): its `.ra`
+/// objects, every level.
+pub fn variables(p: &Path) -> rastore::Result<Vec<PathBuf>> {
+    let found = rastore::remote::objects::variables(url(p), &RemoteOptions::default())?;
+    Ok(found.into_iter().map(|(_, u)| PathBuf::from(u)).collect())
+}
+
 /// `ra verify` of an object: fetched whole and decoded.
 pub fn decoded(p: &Path) -> rastore::Result<rastore::RawData> {
     RemoteRa::open(url(p))?.decoded()

@@ -20,11 +20,6 @@ use crate::formats::zarr::meta::json_of_yaml;
 use crate::layout::Progress;
 use crate::remote::objects::{self, Listed};
 
-/// Whether a key below the prefix is hidden (a writer's work in progress).
-fn hidden(name: &str) -> bool {
-    name.split('/').any(|c| c.starts_with('.'))
-}
-
 /// The dataset at `input`, if it names a prefix (ending `/`) that is no Zarr store.
 pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree>> {
     let url = input.to_string_lossy();
@@ -35,7 +30,7 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
     let base = url.trim_end_matches('/');
     let listed: Vec<Listed> = objects::list(&url, remote)?
         .into_iter()
-        .filter(|l| !hidden(&l.name))
+        .filter(|l| !objects::hidden(&l.name))
         .collect();
     let mut tree = Tree {
         kind: "a dataset folder",
