@@ -300,6 +300,17 @@ def test_a_dataset_and_a_tree_in_object_storage(tmp_path, s3):
     xr.testing.assert_identical(xr.open_zarr(tmp_path / "run.zarr").load(), ds)
     rastore.convert(url, tmp_path / "run", storage_options=o)
     xr.testing.assert_identical(xr.open_dataset(tmp_path / "run", engine="rastore").load(), ds)
+    # Zarr groups in object storage, both ways (s3s-fs keeps objects as files, which
+    # zarr-python and xarray then judge).
+    rastore.convert(url, s3.url("sets/run.zarr"), storage_options=o)
+    xr.testing.assert_identical(xr.open_zarr(s3.object("sets/run.zarr")).load(), ds)
+    with pytest.raises(FileExistsError):
+        rastore.convert(url, s3.url("sets/run.zarr"), storage_options=o)
+    ds.to_zarr(s3.object("sets/x2.zarr"), zarr_format=2)
+    for z in ("sets/run.zarr", "sets/x2.zarr"):
+        out = tmp_path / z.replace("/", "_").replace(".zarr", "")
+        rastore.convert(s3.url(z), out, storage_options=o)
+        xr.testing.assert_identical(xr.open_dataset(out, engine="rastore").load(), ds)
     # A tree.
     tree = xr.DataTree.from_dict({"/": xr.Dataset(attrs={"project": "p"}), "/a": ds,
                                   "/a/b": xr.Dataset({"c": (("x",), np.arange(3.0))})})

@@ -186,6 +186,19 @@ fn a_dataset_in_object_storage_goes_both_ways() {
     assert!(std::fs::read_to_string(back.join("dataset.yaml"))
         .unwrap()
         .contains("title: up"));
+    // A Zarr group in object storage, both ways.
+    let zurl = format!("s3://{}/sets/run.zarr", crate::s3_server::BUCKET);
+    okay(&["convert", &url, &zurl]);
+    assert!(server.object("sets/run.zarr/coils/c0/zarr.json").is_file());
+    let fromz = d.path().join("fromz");
+    okay(&["convert", &zurl, s(&fromz)]);
+    for v in ["temp.ra", "coils/c0.ra"] {
+        assert_eq!(
+            std::fs::read(run.join(v)).unwrap(),
+            std::fs::read(fromz.join(v)).unwrap(),
+            "{v}"
+        );
+    }
     // A variable that fails (cut short) leaves no object of the new dataset.
     let bad = d.path().join("bad");
     std::fs::create_dir(&bad).unwrap();

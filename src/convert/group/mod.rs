@@ -158,7 +158,7 @@ impl Tree {
             return self.write_npz(output, options, progress);
         }
         if url_of(output) && zarr {
-            return self.upload_one(output, options, progress);
+            return upload_group(self, output, options, progress);
         }
         if url_of(output) {
             return upload_folder(self, output, options, progress);
@@ -234,55 +234,35 @@ impl Tree {
     /// Each group's `zarr.json` in the folder `top`, its members' metadata
     /// consolidated; the deepest first, the root last.
     fn write_groups(&self, top: &Path) -> Result<()> {
-        let mut docs: BTreeMap<String, Value> = BTreeMap::new();
+        let mut arrays: BTreeMap<String, Value> = BTreeMap::new();
         for (name, _) in &self.arrays {
             let path = top.join(name).join("zarr.json");
             let bytes = std::fs::read(&path).map_err(io_at("read", &path))?;
             let doc = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::decode("zarr", e.to_string()).at(&path))?;
-            docs.insert(name.clone(), doc);
+            arrays.insert(name.clone(), doc);
         }
-        let mut groups: Vec<&String> = self.groups.keys().collect();
-        groups.sort_by_key(|g| std::cmp::Reverse(depth(g)));
-        for g in groups {
-            let doc = group::group_doc(self.groups[g].clone(), &below(&docs, g));
+        for (g, doc) in self.group_docs(arrays) {
             let path = top.join(g).join("zarr.json");
             let text = serde_json::to_vec_pretty(&doc)
                 .map_err(|e| Error::decode("zarr", e.to_string()).at(&path))?;
             std::fs::write(&path, text).map_err(io_at("write", &path))?;
-            docs.insert(g.clone(), doc);
         }
         Ok(())
     }
 
-    /// A group of one array into object storage: the array under its name, then the
-    /// group's `zarr.json`.
-    fn upload_one(
-        self,
-        output: &Path,
-        options: &ConvertOptions,
-        progress: Progress,
-    ) -> Result<Converted> {
-        let ([(name, m)], true) = (self.arrays.as_slice(), self.groups.len() == 1) else {
-            return Err(Error::from(ErrorKind::Unsupported(
-                "a dataset or Zarr group of several arrays into object storage: convert it \
-                 to a local .zarr group and upload that folder"
-                    .into(),
-            ))
-            .at(output));
-        };
-        let root = options.zarr_at(output);
-        if !options.placement().overwrite && group::read_doc(&root).is_ok() {
-            return Err(Error::from(ErrorKind::Exists).at(output));
+    /// Each group's `zarr.json`, the deepest first and the root last, from the arrays'
+    /// own (`docs`, by path): its members' metadata consolidated.
+    fn group_docs(&self, mut docs: BTreeMap<String, Value>) -> Vec<(String, Value)> {
+        let mut groups: Vec<&String> = self.groups.keys().collect();
+        groups.sort_by_key(|g| std::cmp::Reverse(depth(g)));
+        let mut out = Vec::new();
+        for g in groups {
+            let doc = group::group_doc(self.groups[g].clone(), &below(&docs, g));
+            docs.insert(g.clone(), doc.clone());
+            out.push((g.clone(), doc));
         }
-        let source = open_member(m, options)?;
-        let at = options.zarr_at(&output.join(name));
-        let sink = super::zarr::create(&at, source.desc().clone(), &xarray(options, m))?;
-        let done = copy(source, sink, progress)?;
-        let array = group::read_doc(&at)?;
-        let doc = group::group_doc(Map::new(), &[(name.clone(), array)]);
-        group::write_doc(&root, &doc)?;
-        Ok(done)
+        out
     }
 }
 
@@ -332,6 +312,30 @@ fn remote_tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree>> {
 #[cfg(not(feature = "s3"))]
 fn remote_tree(_input: &Path, _options: &ConvertOptions) -> Result<Option<Tree>> {
     Ok(None)
+}
+
+/// The tree into object storage as a Zarr group at `output`.
+#[cfg(feature = "s3")]
+fn upload_group(
+    tree: Tree,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    remote::upload_group(tree, output, options, progress)
+}
+
+#[cfg(not(feature = "s3"))]
+fn upload_group(
+    _tree: Tree,
+    output: &Path,
+    _options: &ConvertOptions,
+    _progress: Progress,
+) -> Result<Converted> {
+    Err(Error::from(ErrorKind::Unsupported(
+        "a Zarr group in object storage, in a build without the `s3` feature".into(),
+    ))
+    .at(output))
 }
 
 /// The tree into object storage as a dataset under the prefix `output`.

@@ -1,29 +1,37 @@
-//! Datasets in object storage: the objects under a prefix ending `/`
+//! Trees in object storage. A dataset: the objects under a prefix ending `/`
 //! (`s3://bucket/run/`) are its files, `NAME.ra` its variables and `dataset.yaml` its
-//! attributes, sub-prefixes its groups. Object storage has no rename: a dataset is
-//! written object by object (each variable a whole upload, completed or aborted), its
-//! `dataset.yaml` files last; on any failure every object written is removed. Replacing
-//! one removes the old objects the new dataset does not have, once it is written.
+//! attributes, sub-prefixes its groups. A Zarr group: `s3://bucket/run.zarr`. Object
+//! storage has no rename: a tree is written object by object (each variable a whole
+//! upload, completed or aborted; each Zarr array's chunks, then its `zarr.json`), its
+//! `dataset.yaml` files or groups' `zarr.json` last; on any failure every object
+//! written is removed. Replacing a dataset removes the old objects the new one does
+//! not have, once it is written; replacing a Zarr group removes the old one first (its
+//! keys would mix with the new ones).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde_json::Map;
 
-use super::{attributes_doc, open_member, Member, Tree};
+use super::{attributes_doc, open_member, xarray, Member, Tree};
 use crate::convert::options::{is_zarr, ConvertOptions};
 use crate::convert::plan::copy;
 use crate::convert::Converted;
 use crate::dataset::{attributes_in, ATTRIBUTES, MAX_ATTRIBUTES};
 use crate::error::{Error, ErrorKind, Result};
+use crate::formats::zarr::group;
 use crate::formats::zarr::meta::json_of_yaml;
 use crate::layout::Progress;
 use crate::remote::objects::{self, Listed};
 
-/// The dataset at `input`, if it names a prefix (ending `/`) that is no Zarr store.
+/// The tree at `input`: a Zarr group (v3 or v2), or the dataset under a prefix ending
+/// `/`; `None` for anything else.
 pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree>> {
     let url = input.to_string_lossy();
-    if !url.ends_with('/') || is_zarr(input) {
+    if is_zarr(input) {
+        return zarr_tree(&url, options);
+    }
+    if !url.ends_with('/') {
         return Ok(None);
     }
     let remote = options.remote_options();
@@ -63,6 +71,83 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
             .and_then(|a| a.as_object().cloned())
             .unwrap_or_default();
         tree.groups.insert(group.to_string(), attrs);
+    }
+    Ok(Some(tree))
+}
+
+/// The JSON document in the object `url`, if there is one.
+fn json_at(url: &str, options: &ConvertOptions) -> Result<Option<serde_json::Value>> {
+    let Some(bytes) = objects::get_small(url, 16 << 20, options.remote_options())? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| Error::decode("zarr", format!("not JSON: {e}")).at(url))
+}
+
+/// The attributes of a v3 node's document, or of a v2 node's `.zattrs` at `base`.
+fn attributes_of(
+    doc: Option<&serde_json::Value>,
+    base: &str,
+    options: &ConvertOptions,
+) -> Result<Map<String, serde_json::Value>> {
+    let attrs = match doc {
+        Some(d) => Some(d["attributes"].clone()),
+        None => json_at(&format!("{base}/.zattrs"), options)?,
+    };
+    Ok(attrs
+        .and_then(|a| a.as_object().cloned())
+        .unwrap_or_default())
+}
+
+/// The Zarr group at `url` in object storage, its members found by listing (v3
+/// `zarr.json`, v2 `.zarray` and `.zgroup`); `None` if it is no group.
+fn zarr_tree(url: &str, options: &ConvertOptions) -> Result<Option<Tree>> {
+    let base = url.trim_end_matches('/');
+    let root = json_at(&format!("{base}/zarr.json"), options)?;
+    let v2 = root.is_none() && json_at(&format!("{base}/.zgroup"), options)?.is_some();
+    if !(v2 || root.as_ref().is_some_and(|d| d["node_type"] == "group")) {
+        return Ok(None);
+    }
+    let mut tree = Tree {
+        kind: "a Zarr group",
+        arrays: Vec::new(),
+        groups: BTreeMap::from([(String::new(), attributes_of(root.as_ref(), base, options)?)]),
+    };
+    for l in objects::list(&format!("{base}/"), options.remote_options())? {
+        let (key, kind) = match (
+            l.name.strip_suffix("/zarr.json"),
+            l.name.strip_suffix("/.zarray"),
+            l.name.strip_suffix("/.zgroup"),
+        ) {
+            (Some(k), _, _) => (k, Some(true)),
+            (_, Some(k), _) => (k, None),
+            (_, _, Some(k)) => (k, Some(false)),
+            _ => continue,
+        };
+        // (v2's own keys start with `.`: a hidden node is one whose path does.)
+        if objects::hidden(key) {
+            continue;
+        }
+        let Some(v3) = kind else {
+            tree.arrays.push((
+                key.to_string(),
+                Member::Zarr(format!("{base}/{key}").into()),
+            ));
+            continue;
+        };
+        let at = format!("{base}/{key}");
+        let doc = if v3 {
+            json_at(&format!("{at}/zarr.json"), options)?
+        } else {
+            None
+        };
+        if doc.as_ref().is_some_and(|d| d["node_type"] != "group") {
+            tree.arrays.push((key.to_string(), Member::Zarr(at.into())));
+        } else {
+            tree.groups
+                .insert(key.to_string(), attributes_of(doc.as_ref(), &at, options)?);
+        }
     }
     Ok(Some(tree))
 }
@@ -114,5 +199,58 @@ pub(super) fn upload_folder(
         .filter(|u| !new.contains(u))
         .collect();
     objects::delete(&stale, remote)?;
+    result
+}
+
+/// Writes `tree` as the Zarr group at `output` (`s3://bucket/run.zarr`): each array
+/// (chunks, then its `zarr.json`), then each group's `zarr.json`, the root last.
+pub(super) fn upload_group(
+    tree: Tree,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    let base = output.to_string_lossy().trim_end_matches('/').to_string();
+    let prefix = format!("{base}/");
+    let remote = options.remote_options();
+    let old: Vec<String> = objects::list(&prefix, remote)?
+        .into_iter()
+        .map(|l| format!("{prefix}{}", l.name))
+        .collect();
+    if !old.is_empty() {
+        if !options.placement().overwrite {
+            return Err(Error::from(ErrorKind::Exists).at(output));
+        }
+        // Zarr keys hold no version: the old group goes first, as zarr-python's
+        // mode="w" does.
+        objects::delete(&old, remote)?;
+    }
+    let at = |name: &str| match name {
+        "" => options.zarr_at(Path::new(&base)),
+        n => options.zarr_at(Path::new(&format!("{base}/{n}"))),
+    };
+    let result = (|| {
+        let mut result = Converted::default();
+        let mut docs = BTreeMap::new();
+        for (name, m) in &tree.arrays {
+            let source = open_member(m, options)?;
+            let to = at(name);
+            let sink =
+                crate::convert::zarr::create(&to, source.desc().clone(), &xarray(options, m))?;
+            result.stored_raw |= copy(source, sink, progress)?.stored_raw;
+            docs.insert(name.clone(), group::read_doc(&to)?);
+        }
+        for (g, doc) in tree.group_docs(docs) {
+            group::write_doc(&at(&g), &doc)?;
+        }
+        Ok(result)
+    })();
+    if result.is_err() {
+        let written: Vec<String> = objects::list(&prefix, remote)?
+            .into_iter()
+            .map(|l| format!("{prefix}{}", l.name))
+            .collect();
+        objects::delete(&written, remote)?;
+    }
     result
 }
