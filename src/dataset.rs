@@ -61,25 +61,39 @@ fn walk(folder: &Path, group: &str, out: &mut Vec<Variable>) -> Result<()> {
 /// `dataset.yaml`) and, under `ndarrays`, each variable's entry as `ra describe` gives
 /// it for the file alone, with the `file` it is in.
 pub fn describe(folder: &Path) -> Result<String> {
-    let mut arrays = Hash::new();
+    let mut entries = Vec::new();
     for v in variables(folder)? {
         let (header, trailer) = crate::read::read_header_and_metadata(&v.path)?;
-        let shown = v.path.to_string_lossy();
+        entries.push((
+            v.name,
+            v.path.to_string_lossy().into_owned(),
+            header,
+            trailer,
+        ));
+    }
+    Ok(describe_entries(entries, attributes(folder)?))
+}
+
+/// A dataset's NDL document from its variables, each `(name, file, header, trailer)`,
+/// and its attributes (a dataset in object storage is described from these).
+pub fn describe_entries(
+    entries: Vec<(String, String, crate::Header, Vec<u8>)>,
+    attributes: Option<Yaml>,
+) -> String {
+    let mut arrays = Hash::new();
+    for (name, file, header, trailer) in entries {
         let mut entity = crate::ndl::describe_entity(&header, &trailer);
         if let Yaml::Hash(h) = &mut entity {
-            h.insert(
-                Yaml::String("file".into()),
-                Yaml::String(shown.into_owned()),
-            );
+            h.insert(Yaml::String("file".into()), Yaml::String(file));
         }
-        arrays.insert(Yaml::String(v.name), entity);
+        arrays.insert(Yaml::String(name), entity);
     }
     let mut top = Hash::new();
-    if let Some(attributes) = attributes(folder)? {
+    if let Some(attributes) = attributes {
         top.insert(Yaml::String("attributes".into()), attributes);
     }
     top.insert(Yaml::String("ndarrays".into()), Yaml::Hash(arrays));
-    Ok(crate::ndl::to_text(&Yaml::Hash(top)))
+    crate::ndl::to_text(&Yaml::Hash(top))
 }
 
 /// Each `dataset.yaml` of the dataset at `folder` and of its sub-groups, with how many

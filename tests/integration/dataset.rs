@@ -162,6 +162,13 @@ fn a_dataset_in_object_storage_goes_both_ways() {
             "{said}"
         );
     }
+    let o = ra(&["describe", &url]);
+    let doc = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{doc}");
+    assert!(
+        doc.contains("title: up") && doc.contains("coils/c0:"),
+        "{doc}"
+    );
     // An existing dataset is refused without --overwrite.
     let again = ra(&["convert", s(&run), &url]);
     assert!(!again.status.success());

@@ -337,7 +337,9 @@ pub fn info(a: &InfoArgs) -> Outcome {
 
 pub fn describe(a: &FileArg) -> Outcome {
     let name = a.file.to_string_lossy();
-    let doc = if remote::is_remote(&a.file) {
+    let doc = if remote::is_remote(&a.file) && name.ends_with('/') {
+        remote::describe_dataset(&a.file)?
+    } else if remote::is_remote(&a.file) {
         remote::describe(&a.file)?
     } else if a.file.is_dir() {
         rastore::dataset::describe(&a.file)?

@@ -35,6 +35,10 @@ pub fn input(p: &Path, _spec: Option<&str>) -> Result<(Input, Vec<Sel>), Fail> {
     unsupported(p)
 }
 
+pub fn describe_dataset(p: &Path) -> Result<String, Fail> {
+    unsupported(p)
+}
+
 pub fn variables(p: &Path) -> rastore::Result<Vec<std::path::PathBuf>> {
     Err(rastore::Error::from(rastore::ErrorKind::Unsupported(
         "an s3:// dataset, in an ra built without the `s3` feature".into(),

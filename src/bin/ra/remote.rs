@@ -44,6 +44,28 @@ pub fn variables(p: &Path) -> rastore::Result<Vec<PathBuf>> {
     Ok(found.into_iter().map(|(_, u)| PathBuf::from(u)).collect())
 }
 
+/// `ra describe` of the dataset under the prefix `p`: each variable's header and
+/// trailer (two ranged GETs), and its `dataset.yaml`.
+pub fn describe_dataset(p: &Path) -> rastore::Result<String> {
+    let options = RemoteOptions::default();
+    let mut entries = Vec::new();
+    for (name, u) in rastore::remote::objects::variables(url(p), &options)? {
+        let r = RemoteRa::open(&u)?;
+        entries.push((name, u, r.header().clone(), r.metadata()?));
+    }
+    let yaml = format!(
+        "{}/{}",
+        url(p).trim_end_matches('/'),
+        rastore::dataset::ATTRIBUTES
+    );
+    let max = rastore::dataset::MAX_ATTRIBUTES;
+    let attributes = match rastore::remote::objects::get_small(&yaml, max, &options)? {
+        Some(text) => rastore::dataset::attributes_in(&text).map_err(|e| e.at(&yaml))?,
+        None => None,
+    };
+    Ok(rastore::dataset::describe_entries(entries, attributes))
+}
+
 /// `ra verify` of an object: fetched whole and decoded.
 pub fn decoded(p: &Path) -> rastore::Result<rastore::RawData> {
     RemoteRa::open(url(p))?.decoded()
