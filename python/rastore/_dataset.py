@@ -16,8 +16,9 @@ xarray (the model is docs/FORMAT.md's "Datasets").
   neither is at the target.)
 - In object storage, a dataset is the objects under a prefix ending ``/``
   (``s3://bucket/run/``). Object storage has no rename: each variable is a whole
-  upload, ``dataset.yaml`` comes last, a failure removes every object written, and a
-  replaced dataset's objects that the new one has not are removed once it is written.
+  upload, ``dataset.yaml`` comes last, a failure removes the objects the write added,
+  and a replaced dataset's objects that the new one has not are removed once it is
+  written.
 
 Imported only when used.
 """
@@ -245,7 +246,7 @@ def _write_remote(url, obj, storage_options):
     if old and not any(n.endswith(".ra") or n.endswith(ATTRIBUTES) for n in old):
         raise FileExistsError(17, "holds objects and is not a dataset (no .ra objects, no "
                               f"{ATTRIBUTES}): not replaced", url)
-    written, delayed, docs = [], [], []
+    targets, delayed, docs = [], [], []
     try:
         for rel, ds in _nodes(obj):
             prefix = f"{base}/{rel}" if rel else base
@@ -256,7 +257,7 @@ def _write_remote(url, obj, storage_options):
                     raise Error(f"{prefix}: a variable may not be named {name!r}")
                 da = xr.DataArray(var.data, dims=var.dims, attrs=var.attrs, name=name)
                 target = f"{prefix}/{name}.ra"
-                written.append(target)
+                targets.append(target)
                 out = _xarray.write(target, da, compute=False, storage_options=storage_options)
                 if out is not None:
                     delayed.append(out)
@@ -268,12 +269,15 @@ def _write_remote(url, obj, storage_options):
 
             _dask.compute_writes(delayed)
         for target, doc in docs:
-            written.append(target)
+            targets.append(target)
             _rastore.remote_put(target, doc, settings)
     except BaseException:
-        _rastore.remote_delete(written, settings)
+        # What it added goes; an old object it replaced holds a whole new variable (an
+        # upload is one object), the others are untouched.
+        before = {f"{base}/{n}" for n in old}
+        _rastore.remote_delete([t for t in targets if t not in before], settings)
         raise
-    now = set(written)
+    now = set(targets)
     _rastore.remote_delete([f"{base}/{n}" for n in old if f"{base}/{n}" not in now], settings)
 
 

@@ -165,6 +165,11 @@ def test_a_folder_and_an_npz_both_ways(tmp_path):
     for name in names:
         np.testing.assert_array_equal(rastore.read(tmp_path / "back" / f"{name}.ra"),
                                       rastore.read(tmp_path / "run" / f"{name}.ra"))
+    # Names beyond ASCII, as NumPy reads them (UTF-8, flagged so in the archive).
+    rastore.write(tmp_path / "u", xr.Dataset({"température": ("x", np.arange(3))}))
+    rastore.convert(tmp_path / "u", tmp_path / "u.npz")
+    with np.load(tmp_path / "u.npz") as z:
+        assert z.files == ["température"] and z["température"].tolist() == [0, 1, 2]
     # An archive NumPy wrote, into a folder xarray opens.
     arrays = {"temp": ds["temp"].values, "lat": ds["lat"].values}
     np.savez(tmp_path / "np.npz", **arrays)
@@ -214,6 +219,12 @@ def test_a_tree_round_trips_through_folders_and_zarr_groups(tmp_path):
     xr.testing.assert_identical(z.load(), tree)
     # Converted: folders into nested Zarr groups, and back into folders.
     rastore.convert(tmp_path / "tree", tmp_path / "tree.zarr")
+    # Consolidated as zarr-python flattens it: a group's own is empty in its parents'.
+    import json
+
+    root = json.loads((tmp_path / "tree.zarr" / "zarr.json").read_text())["consolidated_metadata"]
+    assert root["metadata"]["session1"]["consolidated_metadata"]["metadata"] == {}
+    assert root["metadata"]["session1/coils/c"]["node_type"] == "array"
     xr.testing.assert_identical(xr.open_datatree(tmp_path / "tree.zarr", engine="zarr").load(), tree)
     rastore.convert(tmp_path / "tree.zarr", tmp_path / "again")
     xr.testing.assert_identical(xr.open_datatree(tmp_path / "again", engine="rastore").load(), tree)

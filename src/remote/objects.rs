@@ -31,22 +31,51 @@ fn prefix_of(url: &str) -> Result<S3Url> {
 /// Every object under the prefix `url` (`s3://bucket/run/`), at every level, sorted by
 /// name.
 pub fn list(url: &str, options: &RemoteOptions) -> Result<Vec<Listed>> {
+    list_where(url, options, |_| true)
+}
+
+/// The objects under the prefix `url` whose names below it `keep` keeps, sorted by
+/// name: only those are held, however many the prefix has.
+pub fn list_where(
+    url: &str,
+    options: &RemoteOptions,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Vec<Listed>> {
     let at = prefix_of(url)?;
     let store = store(&at, options)?;
     let prefix = ObjectPath::from(at.key.as_str());
-    let found: Vec<object_store::ObjectMeta> = runtime()?
-        .block_on(store.list(Some(&prefix)).try_collect())
+    let start = format!("{}/", prefix.as_ref());
+    let mut out: Vec<Listed> = runtime()?
+        .block_on(
+            store
+                .list(Some(&prefix))
+                .try_filter_map(|m| {
+                    let name = m.location.as_ref().strip_prefix(&start);
+                    let kept = name.filter(|n| keep(n)).map(|n| Listed {
+                        name: n.to_string(),
+                        size: m.size,
+                    });
+                    std::future::ready(Ok(kept))
+                })
+                .try_collect(),
+        )
         .map_err(remote_err("list", &at))?;
-    let start = format!("{}/", at.key);
-    let mut out: Vec<Listed> = found
-        .into_iter()
-        .filter_map(|m| {
-            let name = m.location.as_ref().strip_prefix(&start)?.to_string();
-            Some(Listed { name, size: m.size })
-        })
-        .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+/// Refuses a key below a prefix that is no plain relative path on every platform (a
+/// segment empty, `.` or `..`, or holding `\` or `:`): it would name a file outside
+/// the folder a tree is converted into.
+pub fn check_name(name: &str, url: &str) -> Result<()> {
+    let plain = |c: &str| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', ':']);
+    if name.split('/').all(plain) {
+        return Ok(());
+    }
+    Err(Error::from(ErrorKind::InvalidArgument(format!(
+        "the key {name:?} below it is no plain relative path"
+    )))
+    .at(url))
 }
 
 /// Whether a key below a dataset's prefix is hidden (a writer's work in progress).
@@ -59,14 +88,38 @@ pub fn hidden(name: &str) -> bool {
 /// part of it.
 pub fn variables(url: &str, options: &RemoteOptions) -> Result<Vec<(String, String)>> {
     let base = url.trim_end_matches('/');
-    Ok(list(url, options)?
+    let found = list_where(url, options, |n| !hidden(n) && n.ends_with(".ra"))?;
+    found
         .into_iter()
-        .filter(|l| !hidden(&l.name))
-        .filter_map(|l| {
-            let stem = l.name.strip_suffix(".ra")?.to_string();
-            Some((stem, format!("{base}/{}", l.name)))
+        .map(|l| {
+            check_name(&l.name, url)?;
+            let stem = l.name.strip_suffix(".ra").unwrap_or(&l.name).to_string();
+            Ok((stem, format!("{base}/{}", l.name)))
         })
-        .collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_from_listings_are_plain_relative_paths() {
+        for ok in ["temp.ra", "coils/c0.ra", "a b/ü.ra"] {
+            assert!(check_name(ok, "s3://b/run/").is_ok(), "{ok}");
+        }
+        for bad in [
+            "a\\..\\..\\evil.ra",
+            "C:x.ra",
+            "a//b.ra",
+            "../x.ra",
+            "a/./b.ra",
+            "",
+        ] {
+            let e = check_name(bad, "s3://b/run/").unwrap_err().to_string();
+            assert!(e.contains("no plain relative path"), "{bad}: {e}");
+        }
+    }
 }
 
 /// The bytes of the object `url`, or `None` if there is none; one longer than `max`

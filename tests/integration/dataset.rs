@@ -75,6 +75,14 @@ fn the_tool_reads_a_folder_as_its_variables() {
     }
     let attrs = std::fs::read_to_string(back.join("dataset.yaml")).unwrap();
     assert!(attrs.contains("title: a run"), "{attrs}");
+    // An array and a group of one name cannot both be Zarr nodes.
+    let clash = d.path().join("clash");
+    std::fs::create_dir_all(clash.join("a")).unwrap();
+    variable(&clash.join("a.ra"), 2);
+    variable(&clash.join("a/b.ra"), 2);
+    let e = fails(&["convert", s(&clash), s(&d.path().join("clash.zarr"))], 1);
+    assert!(e.contains("a is both an array and a group"), "{e}");
+    assert!(!d.path().join("clash.zarr").exists());
     // Several arrays into one file: refused, naming them, leaving nothing.
     let one = d.path().join("one.ra");
     let e = fails(&["convert", s(&z), s(&one)], 1);
@@ -104,10 +112,8 @@ fn the_tool_reads_a_folder_as_its_variables() {
     let sub = run.join("coils/dataset.yaml");
     std::fs::write(&sub, "---\nattributes: [1, 2]\n").unwrap();
     let err = fails(&["verify", s(&run)], 1);
-    assert!(
-        err.contains("coils/dataset.yaml") && err.contains("not a mapping"),
-        "{err}"
-    );
+    let named = err.contains("coils") && err.contains("dataset.yaml");
+    assert!(named && err.contains("not a mapping"), "{err}");
     std::fs::remove_file(&sub).unwrap();
     // A bad variable is named; the others are still checked.
     std::fs::write(run.join("lat.ra"), b"short").unwrap();
@@ -197,6 +203,10 @@ fn a_dataset_in_object_storage_goes_both_ways() {
     let zurl = format!("s3://{}/sets/run.zarr", crate::s3_server::BUCKET);
     okay(&["convert", &url, &zurl]);
     assert!(server.object("sets/run.zarr/coils/c0/zarr.json").is_file());
+    // An output that holds the input is refused, and the input is kept.
+    let same = ra(&["convert", &zurl, &zurl, "--overwrite"]);
+    assert!(String::from_utf8_lossy(&same.stderr).contains("holds the input"));
+    assert!(server.object("sets/run.zarr/zarr.json").is_file());
     let fromz = d.path().join("fromz");
     okay(&["convert", &zurl, s(&fromz)]);
     for v in ["temp.ra", "coils/c0.ra"] {

@@ -43,6 +43,18 @@ pub(super) fn convert(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Option<Converted>> {
+    if url_of(output) {
+        let (i, o) = (input.to_string_lossy(), output.to_string_lossy());
+        let (i, o) = (i.trim_end_matches('/'), o.trim_end_matches('/'));
+        if i == o || i.starts_with(&format!("{o}/")) {
+            return Err(Error::from(ErrorKind::InvalidArgument(
+                "the output holds the input: in object storage, which has no rename, it \
+                 would be replaced before it is read; convert into another name"
+                    .into(),
+            ))
+            .at(output));
+        }
+    }
     let out = Format::by_extension(output);
     let into_tree = match out {
         Some(Format::Zarr) => !options.zarr_bare(),
@@ -154,6 +166,17 @@ impl Tree {
         progress: Progress,
     ) -> Result<Converted> {
         let zarr = Format::by_extension(output) == Some(Format::Zarr);
+        if let Some((name, _)) = self
+            .arrays
+            .iter()
+            .find(|(n, _)| self.groups.contains_key(n))
+        {
+            return Err(Error::from(ErrorKind::InvalidArgument(format!(
+                "{name} is both an array and a group of {}: rename one",
+                self.kind
+            )))
+            .at(output));
+        }
         if Format::by_extension(output) == Some(Format::Npz) {
             return self.write_npz(output, options, progress);
         }
@@ -259,7 +282,11 @@ impl Tree {
         let mut out = Vec::new();
         for g in groups {
             let doc = group::group_doc(self.groups[g].clone(), &below(&docs, g));
-            docs.insert(g.clone(), doc.clone());
+            // In its parents' consolidated metadata a group's own is empty: they hold
+            // every node below them already (zarr-python's flattened form).
+            let mut flat = doc.clone();
+            flat["consolidated_metadata"]["metadata"] = Value::Object(Map::new());
+            docs.insert(g.clone(), flat);
             out.push((g.clone(), doc));
         }
         out

@@ -3,8 +3,9 @@
 //! attributes, sub-prefixes its groups. A Zarr group: `s3://bucket/run.zarr`. Object
 //! storage has no rename: a tree is written object by object (each variable a whole
 //! upload, completed or aborted; each Zarr array's chunks, then its `zarr.json`), its
-//! `dataset.yaml` files or groups' `zarr.json` last; on any failure every object
-//! written is removed. Replacing a dataset removes the old objects the new one does
+//! `dataset.yaml` files or groups' `zarr.json` last; on any failure the objects the
+//! write added are removed (a variable it had replaced already holds the new one,
+//! whole). Replacing a dataset removes the old objects the new one does
 //! not have, once it is written; replacing a Zarr group removes the old one first (its
 //! keys would mix with the new ones).
 
@@ -36,26 +37,21 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
     }
     let remote = options.remote_options();
     let base = url.trim_end_matches('/');
-    let listed: Vec<Listed> = objects::list(&url, remote)?
-        .into_iter()
-        .filter(|l| !objects::hidden(&l.name))
-        .collect();
+    let listed: Vec<Listed> = objects::list_where(&url, remote, |n| {
+        !objects::hidden(n) && n.ends_with(ATTRIBUTES)
+    })?;
     let mut tree = Tree {
         kind: "a dataset folder",
         arrays: Vec::new(),
         groups: BTreeMap::from([(String::new(), Map::new())]),
     };
-    for l in &listed {
-        if let Some(stem) = l.name.strip_suffix(".ra") {
-            let at = format!("{base}/{}", l.name);
-            tree.arrays
-                .push((stem.to_string(), Member::Variable(at.into())));
-            let mut g = stem;
-            while let Some((up, _)) = g.rsplit_once('/') {
-                tree.groups.entry(up.to_string()).or_default();
-                g = up;
-            }
+    for (name, at) in objects::variables(&url, remote)? {
+        let mut g = name.as_str();
+        while let Some((up, _)) = g.rsplit_once('/') {
+            tree.groups.entry(up.to_string()).or_default();
+            g = up;
         }
+        tree.arrays.push((name, Member::Variable(at.into())));
     }
     for l in &listed {
         let group = match l.name.strip_suffix(ATTRIBUTES) {
@@ -63,6 +59,7 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
             Some(g) if g.ends_with('/') => g.trim_end_matches('/'),
             _ => continue,
         };
+        objects::check_name(&l.name, &url)?;
         let at = format!("{base}/{}", l.name);
         let text = objects::get_small(&at, MAX_ATTRIBUTES, remote)?.unwrap_or_default();
         let attrs = attributes_in(&text).map_err(|e| e.at(&at))?;
@@ -114,7 +111,12 @@ fn zarr_tree(url: &str, options: &ConvertOptions) -> Result<Option<Tree>> {
         arrays: Vec::new(),
         groups: BTreeMap::from([(String::new(), attributes_of(root.as_ref(), base, options)?)]),
     };
-    for l in objects::list(&format!("{base}/"), options.remote_options())? {
+    let metadata = |n: &str| {
+        [".zarray", ".zgroup", "zarr.json"]
+            .iter()
+            .any(|m| n.ends_with(m))
+    };
+    for l in objects::list_where(&format!("{base}/"), options.remote_options(), metadata)? {
         let (key, kind) = match (
             l.name.strip_suffix("/zarr.json"),
             l.name.strip_suffix("/.zarray"),
@@ -129,6 +131,7 @@ fn zarr_tree(url: &str, options: &ConvertOptions) -> Result<Option<Tree>> {
         if objects::hidden(key) {
             continue;
         }
+        objects::check_name(key, url)?;
         let Some(v3) = kind else {
             tree.arrays.push((
                 key.to_string(),
@@ -167,6 +170,14 @@ pub(super) fn upload_folder(
     if !old.is_empty() && !options.placement().overwrite {
         return Err(Error::from(ErrorKind::Exists).at(output));
     }
+    let dataset = |l: &Listed| l.name.ends_with(".ra") || l.name.ends_with(ATTRIBUTES);
+    if !old.is_empty() && !old.iter().any(dataset) {
+        return Err(Error::from(ErrorKind::InvalidArgument(
+            "holds objects and is no dataset (no .ra objects, no dataset.yaml): not replaced"
+                .into(),
+        ))
+        .at(output));
+    }
     let mut written: Vec<String> = Vec::new();
     let result = (|| {
         let mut result = Converted::default();
@@ -174,30 +185,30 @@ pub(super) fn upload_folder(
             let source = open_member(m, options)?;
             let to = format!("{base}/{name}.ra");
             let sink = crate::convert::create(Path::new(&to), source.desc().clone(), options)?;
-            written.push(to);
             result.stored_raw |= copy(source, sink, progress)?.stored_raw;
+            written.push(to);
         }
         for (g, attrs) in tree.groups.iter().filter(|(_, a)| !a.is_empty()) {
             let to = match g.as_str() {
                 "" => format!("{base}/{ATTRIBUTES}"),
                 g => format!("{base}/{g}/{ATTRIBUTES}"),
             };
-            written.push(to.clone());
             objects::put(&to, attributes_doc(attrs).into_bytes(), remote)?;
+            written.push(to);
         }
         Ok(result)
     })();
+    let old: BTreeSet<String> = old.iter().map(|l| format!("{base}/{}", l.name)).collect();
     if result.is_err() {
-        let _ = objects::delete(&written, remote);
+        // What it added goes; an old object it replaced holds a whole new variable
+        // (an upload is one object), the others are untouched.
+        let added: Vec<String> = written.into_iter().filter(|u| !old.contains(u)).collect();
+        let _ = objects::delete(&added, remote);
         return result;
     }
     // What the old dataset had and the new one has not.
     let new: BTreeSet<&String> = written.iter().collect();
-    let stale: Vec<String> = old
-        .iter()
-        .map(|l| format!("{base}/{}", l.name))
-        .filter(|u| !new.contains(u))
-        .collect();
+    let stale: Vec<String> = old.iter().filter(|u| !new.contains(u)).cloned().collect();
     objects::delete(&stale, remote)?;
     result
 }
@@ -246,11 +257,13 @@ pub(super) fn upload_group(
         Ok(result)
     })();
     if result.is_err() {
-        let written: Vec<String> = objects::list(&prefix, remote)?
-            .into_iter()
-            .map(|l| format!("{prefix}{}", l.name))
-            .collect();
-        objects::delete(&written, remote)?;
+        if let Ok(written) = objects::list(&prefix, remote) {
+            let urls: Vec<String> = written
+                .iter()
+                .map(|l| format!("{prefix}{}", l.name))
+                .collect();
+            let _ = objects::delete(&urls, remote);
+        }
     }
     result
 }

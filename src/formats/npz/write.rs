@@ -13,8 +13,9 @@ use crate::error::{io_at, Error, Result};
 const DESCRIPTOR: u32 = 0x0807_4b50;
 /// ZIP 4.5: ZIP64.
 const VERSION: u16 = 45;
-/// General purpose flags: sizes and CRC in the data descriptor.
-const FLAGS: u16 = 1 << 3;
+/// General purpose flags: sizes and CRC in the data descriptor (bit 3), names in
+/// UTF-8 (bit 11).
+const FLAGS: u16 = (1 << 3) | (1 << 11);
 /// 1980-01-01, the earliest date ZIP has.
 const DATE: u16 = (1 << 5) | 1;
 const MAX32: u32 = u32::MAX;
