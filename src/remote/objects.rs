@@ -99,29 +99,6 @@ pub fn variables(url: &str, options: &RemoteOptions) -> Result<Vec<(String, Stri
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_from_listings_are_plain_relative_paths() {
-        for ok in ["temp.ra", "coils/c0.ra", "a b/ü.ra"] {
-            assert!(check_name(ok, "s3://b/run/").is_ok(), "{ok}");
-        }
-        for bad in [
-            "a\\..\\..\\evil.ra",
-            "C:x.ra",
-            "a//b.ra",
-            "../x.ra",
-            "a/./b.ra",
-            "",
-        ] {
-            let e = check_name(bad, "s3://b/run/").unwrap_err().to_string();
-            assert!(e.contains("no plain relative path"), "{bad}: {e}");
-        }
-    }
-}
-
 /// The bytes of the object `url`, or `None` if there is none; one longer than `max`
 /// bytes is an error.
 pub fn get_small(url: &str, max: u64, options: &RemoteOptions) -> Result<Option<Vec<u8>>> {
@@ -167,4 +144,27 @@ pub fn delete(urls: &[String], options: &RemoteOptions) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_from_listings_are_plain_relative_paths() {
+        for ok in ["temp.ra", "coils/c0.ra", "a b/ü.ra"] {
+            assert!(check_name(ok, "s3://b/run/").is_ok(), "{ok}");
+        }
+        for bad in [
+            "a\\..\\..\\evil.ra",
+            "C:x.ra",
+            "a//b.ra",
+            "../x.ra",
+            "a/./b.ra",
+            "",
+        ] {
+            let e = check_name(bad, "s3://b/run/").unwrap_err().to_string();
+            assert!(e.contains("no plain relative path"), "{bad}: {e}");
+        }
+    }
 }
