@@ -166,19 +166,28 @@ def _encoded(ds):
     return xr.conventions.cf_encoder(variables, attrs)
 
 
+def _named(ds, where):
+    """The CF-encoded variables of ``ds`` as named DataArrays, each name checked to be
+    a file name, and its attributes."""
+    variables, attrs = _encoded(ds)
+    arrays = []
+    for name, var in variables.items():
+        name = _check_name(name, where)
+        if name + ".ra" == ATTRIBUTES:
+            raise Error(f"{where}: a variable may not be named {name!r}")
+        arrays.append(xr.DataArray(var.data, dims=var.dims, attrs=var.attrs, name=name))
+    return arrays, attrs
+
+
 def _write_node(ds, folder, delayed, options):
     """Writes the variables of ``ds`` into the new ``folder``; Dask-backed ones are
     added to ``delayed`` to run together."""
     from . import _xarray
 
     os.mkdir(folder)
-    variables, attrs = _encoded(ds)
-    for name, var in variables.items():
-        name = _check_name(name, folder)
-        if name + ".ra" == ATTRIBUTES:
-            raise Error(f"{folder}: a variable may not be named {name!r}")
-        da = xr.DataArray(var.data, dims=var.dims, attrs=var.attrs, name=name)
-        out = _xarray.write(os.path.join(folder, name + ".ra"), da, compute=False, **options)
+    arrays, attrs = _named(ds, folder)
+    for da in arrays:
+        out = _xarray.write(os.path.join(folder, da.name + ".ra"), da, compute=False, **options)
         if out is not None:
             delayed.append(out)
     if attrs:
@@ -250,13 +259,9 @@ def _write_remote(url, obj, storage_options):
     try:
         for rel, ds in _nodes(obj):
             prefix = f"{base}/{rel}" if rel else base
-            variables, attrs = _encoded(ds)
-            for name, var in variables.items():
-                name = _check_name(name, prefix)
-                if name + ".ra" == ATTRIBUTES:
-                    raise Error(f"{prefix}: a variable may not be named {name!r}")
-                da = xr.DataArray(var.data, dims=var.dims, attrs=var.attrs, name=name)
-                target = f"{prefix}/{name}.ra"
+            arrays, attrs = _named(ds, prefix)
+            for da in arrays:
+                target = f"{prefix}/{da.name}.ra"
                 targets.append(target)
                 out = _xarray.write(target, da, compute=False, storage_options=storage_options)
                 if out is not None:

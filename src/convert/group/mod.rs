@@ -180,11 +180,8 @@ impl Tree {
         if Format::by_extension(output) == Some(Format::Npz) {
             return self.write_npz(output, options, progress);
         }
-        if url_of(output) && zarr {
-            return upload_group(self, output, options, progress);
-        }
         if url_of(output) {
-            return upload_folder(self, output, options, progress);
+            return upload(self, output, zarr, options, progress);
         }
         let folder = NewFolder::create(output, options.placement().overwrite)?;
         let top = folder.path();
@@ -341,50 +338,32 @@ fn remote_tree(_input: &Path, _options: &ConvertOptions) -> Result<Option<Tree>>
     Ok(None)
 }
 
-/// The tree into object storage as a Zarr group at `output`.
+/// The tree into object storage at `output`: a Zarr group (`zarr`), or a dataset
+/// under the prefix.
 #[cfg(feature = "s3")]
-fn upload_group(
+fn upload(
     tree: Tree,
     output: &Path,
+    zarr: bool,
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
-    remote::upload_group(tree, output, options, progress)
+    match zarr {
+        true => remote::upload_group(tree, output, options, progress),
+        false => remote::upload_folder(tree, output, options, progress),
+    }
 }
 
 #[cfg(not(feature = "s3"))]
-fn upload_group(
+fn upload(
     _tree: Tree,
     output: &Path,
+    _zarr: bool,
     _options: &ConvertOptions,
     _progress: Progress,
 ) -> Result<Converted> {
     Err(Error::from(ErrorKind::Unsupported(
-        "a Zarr group in object storage, in a build without the `s3` feature".into(),
-    ))
-    .at(output))
-}
-
-/// The tree into object storage as a dataset under the prefix `output`.
-#[cfg(feature = "s3")]
-fn upload_folder(
-    tree: Tree,
-    output: &Path,
-    options: &ConvertOptions,
-    progress: Progress,
-) -> Result<Converted> {
-    remote::upload_folder(tree, output, options, progress)
-}
-
-#[cfg(not(feature = "s3"))]
-fn upload_folder(
-    _tree: Tree,
-    output: &Path,
-    _options: &ConvertOptions,
-    _progress: Progress,
-) -> Result<Converted> {
-    Err(Error::from(ErrorKind::Unsupported(
-        "a dataset in object storage, in a build without the `s3` feature".into(),
+        "a dataset or Zarr group in object storage, in a build without the `s3` feature".into(),
     ))
     .at(output))
 }
