@@ -6,7 +6,7 @@
 //! about 100 bytes read for every byte a scattered sample returns. A gather instead
 //! knows every byte run of the batch before it reads any: it sorts them by where they
 //! lie, merges those that overlap, touch or lie close, and keeps up to `depth` reads in
-//! flight ([`crate::sys::read_stream`]: io_uring on Linux, else a pool of threads).
+//! flight (`sys::read_stream`: io_uring on Linux, else a pool of threads).
 //! What the page cache holds is read from it, at memory speed; the rest around it
 //! (`O_DIRECT`, where the platform can), so that scattered pages read once do not
 //! fill the cache. A read that holds one run lands in the output (through an aligned

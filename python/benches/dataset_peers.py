@@ -15,6 +15,7 @@ Usage: .venv/bin/python python/benches/dataset_peers.py DIR RUNS [FRAMES]
 (FRAMES: 1024 by default, 4 GiB in all; fewer for a quick try)
 Prints `name<TAB>median<TAB>min<TAB>max` in seconds, then the ratios.
 """
+import importlib.util
 import os
 import shutil
 import statistics
@@ -66,13 +67,11 @@ def main():
         "rastore": lambda c: xr.open_dataset(paths["rastore"], engine="rastore", chunks=c),
         "zarr": lambda c: xr.open_zarr(paths["zarr"], chunks=c),
     }
-    try:
-        import h5netcdf  # noqa: F401
-
+    if importlib.util.find_spec("h5netcdf") is not None:
         ds.to_netcdf(paths["h5netcdf"], engine="h5netcdf")
         openers["h5netcdf"] = lambda c: xr.open_dataset(paths["h5netcdf"], engine="h5netcdf",
                                                         chunks=c)
-    except ImportError:
+    else:
         print("h5netcdf\tnot installed")
     del ds, data
     results = {}

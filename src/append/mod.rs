@@ -134,7 +134,7 @@ impl AppendOptions {
     }
 }
 
-/// A file open for appending frames along its last axis. See the [module](self).
+/// A file open for appending frames along its last axis. See the [module](crate::append).
 ///
 /// Dropped without [`finish`](Self::finish), it discards the frames appended since the
 /// last commit and closes the file as `finish` does, ignoring errors.

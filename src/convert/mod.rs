@@ -7,7 +7,7 @@
 //! decoded image) it lends the bytes instead. A sink is made from a description, takes
 //! boxes in any order from many threads, and either commits (names the file, completes
 //! the upload, writes `zarr.json`) or, dropped, leaves nothing. [`Grain`] says how each
-//! lays its elements out, and the planner ([`plan`]) cuts the array into boxes that
+//! lays its elements out, and the planner (`plan`) cuts the array into boxes that
 //! both read and write in long runs: whole frames when both are column-major, the
 //! fewest-request box when a C-order source meets a column-major sink, the chunks of a
 //! Zarr side.

@@ -3,7 +3,7 @@
 //!
 //! A C-order array of shape `(a, b, c)` is the column-major array of shape `(c, b, a)`:
 //! the source reads a box as the runs of the reversed box, then transposes it in
-//! memory. Boxes of the fewest requests ([`super::plan`]) keep both sides' runs long.
+//! memory. Boxes of the fewest requests (the planner's) keep both sides' runs long.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -15,7 +15,7 @@ pub(super) fn url_of(path: &Path) -> Option<&str> {
 
 /// Opens the input `path` (a file or folder, or an `s3://` object or Zarr prefix),
 /// telling its format by its contents. An archive of several arrays is refused
-/// (convert it to a folder: [`convert()`]).
+/// (convert it to a folder: [`convert()`](super::convert())).
 pub fn open(path: &Path, options: &ConvertOptions) -> Result<Box<dyn Source>> {
     if let Some(url) = url_of(path) {
         return open_remote(url, path, options);

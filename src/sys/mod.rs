@@ -71,7 +71,7 @@ pub(crate) enum WriteBack {
     Finish,
 }
 
-/// How a batch of reads is issued ([`read_stream`]).
+/// How a batch of reads is issued (`read_stream`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Engine {
     /// io_uring where the kernel offers it (Linux), else [`Threads`](Engine::Threads).
