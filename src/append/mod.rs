@@ -134,7 +134,8 @@ impl AppendOptions {
     }
 }
 
-/// A file open for appending frames along its last axis. See the [module](crate::append).
+/// A file open for appending frames along its last axis (FORMAT.md section 9 has the
+/// rules it keeps).
 ///
 /// Dropped without [`finish`](Self::finish), it discards the frames appended since the
 /// last commit and closes the file as `finish` does, ignoring errors.
