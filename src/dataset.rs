@@ -96,6 +96,15 @@ pub fn describe_entries(
     crate::ndl::to_text(&Yaml::Hash(top))
 }
 
+/// Names the complete dataset folder `tmp` (built beside it, under a hidden name)
+/// `folder`, replacing one there: swapped in one step where the file system can (Linux,
+/// macOS), so that `folder` is never missing; else the old one is moved aside first
+/// (Windows). With `durable`, the folders are synced. Python's `rastore.write` of a
+/// Dataset places its folders so.
+pub fn place(tmp: &Path, folder: &Path, durable: bool) -> Result<()> {
+    crate::replace::place_folder(tmp, folder, true, durable)
+}
+
 /// Each `dataset.yaml` of the dataset at `folder` and of its sub-groups, with how many
 /// attributes it holds; the first that is no NDL document of attributes is an error
 /// naming it.
@@ -146,5 +155,24 @@ pub fn attributes_in(text: &[u8]) -> Result<Option<Yaml>> {
         _ => Err(Error::from(ErrorKind::InvalidArgument(
             "its attributes are not a mapping of names to values".into(),
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn place_puts_a_new_dataset_over_the_old_and_leaves_no_hidden_folder() {
+        let d = tempfile::tempdir().unwrap();
+        let (run, tmp) = (d.path().join("run"), d.path().join(".run.new.tmp"));
+        for (dir, file) in [(&run, "old.ra"), (&tmp, "new.ra")] {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join(file), b"x").unwrap();
+        }
+        place(&tmp, &run, true).unwrap();
+        assert!(run.join("new.ra").is_file() && !run.join("old.ra").exists());
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
     }
 }

@@ -72,30 +72,14 @@ impl NewFolder {
         &self.tmp
     }
 
-    /// Names it `target`; a folder there (when overwriting) is moved aside first and
+    /// Names it `target`. What is there (when overwriting) is swapped out in one step
+    /// where the file system can ([`sys::exchange`]), else moved aside first and
     /// removed after, or put back if the rename fails.
     pub fn place(mut self) -> Result<()> {
-        let (tmp, to) = (&self.tmp, &self.target);
-        let old = tmp.with_extension("old");
-        let replacing = self.overwrite && fs::symlink_metadata(to).is_ok();
-        if replacing {
-            fs::rename(to, &old).map_err(io_at("rename", to))?;
-        }
-        if let Err(e) = fs::rename(tmp, to) {
-            if replacing {
-                let _ = fs::rename(&old, to);
-            }
-            return Err(Error::io("rename", e).at(to));
-        }
-        self.placed = true;
-        if replacing {
-            let gone = match fs::symlink_metadata(&old) {
-                Ok(m) if m.is_dir() => fs::remove_dir_all(&old),
-                _ => fs::remove_file(&old),
-            };
-            gone.map_err(io_at("remove the replaced output", &old))?;
-        }
-        Ok(())
+        // Once renamed, the hidden name holds nothing of ours (or the old output).
+        let placed = place_folder(&self.tmp, &self.target, self.overwrite, false);
+        self.placed = placed.is_ok();
+        placed
     }
 }
 
@@ -106,6 +90,61 @@ impl Drop for NewFolder {
             let _ = fs::remove_dir_all(&self.tmp);
         }
     }
+}
+
+/// Names the complete folder `tmp` `to`. What is at `to` (when `overwrite`) is swapped
+/// out in one step where the file system can ([`sys::exchange`]: the target is never
+/// missing), else moved aside first and removed after, or put back if the rename
+/// fails. With `durable`, the folders of `tmp` are synced before (their files were as
+/// they were written), and `to`'s folder after.
+pub(crate) fn place_folder(tmp: &Path, to: &Path, overwrite: bool, durable: bool) -> Result<()> {
+    if durable {
+        sync_tree(tmp)?;
+    }
+    let parent = parent_dir(to);
+    let synced = |r: Result<()>| match r {
+        Ok(()) if durable => sys::sync_dir(parent).map_err(io_at("sync the folder", parent)),
+        r => r,
+    };
+    let remove = |p: &Path| {
+        match fs::symlink_metadata(p) {
+            Ok(m) if m.is_dir() => fs::remove_dir_all(p),
+            _ => fs::remove_file(p),
+        }
+        .map_err(io_at("remove the replaced output", p))
+    };
+    let replacing = overwrite && fs::symlink_metadata(to).is_ok();
+    if replacing && sys::exchange(tmp, to).map_err(io_at("exchange", to))? {
+        return synced(remove(tmp));
+    }
+    let old = tmp.with_extension("old");
+    if replacing {
+        fs::rename(to, &old).map_err(io_at("rename", to))?;
+    }
+    if let Err(e) = fs::rename(tmp, to) {
+        if replacing {
+            let _ = fs::rename(&old, to);
+        }
+        return Err(Error::io("rename", e).at(to));
+    }
+    synced(if replacing { remove(&old) } else { Ok(()) })
+}
+
+/// Syncs every folder of `top`.
+fn sync_tree(top: &Path) -> Result<()> {
+    let mut folders = vec![top.to_path_buf()];
+    while let Some(dir) = folders.pop() {
+        for e in fs::read_dir(&dir)
+            .map_err(io_at("read the folder", &dir))?
+            .flatten()
+        {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                folders.push(e.path());
+            }
+        }
+        sys::sync_dir(&dir).map_err(io_at("sync the folder", &dir))?;
+    }
+    Ok(())
 }
 
 /// Symbolic links followed before giving up, as the kernel's `ELOOP` limit.

@@ -11,9 +11,10 @@ xarray (the model is docs/FORMAT.md's "Datasets").
 - The dataset's own attributes are ``dataset.yaml``, an NDL document
   (``attributes:``); a sub-folder is a sub-group (a ``DataTree`` node).
 - A write builds the whole folder beside its target, under a hidden name, and moves
-  it into place when every variable is written; on any failure nothing is left. (A
-  replaced dataset is moved aside first: for the moment between the two renames,
-  neither is at the target.)
+  it into place when every variable is written; on any failure nothing is left. A
+  replaced dataset is swapped out in one step where the file system can (Linux,
+  macOS); on Windows it is moved aside first, and for the moment between the two
+  renames neither is at the target.
 - In object storage, a dataset is the objects under a prefix ending ``/``
   (``s3://bucket/run/``). Object storage has no rename: each variable is a whole
   upload, ``dataset.yaml`` comes last, a failure removes the objects the write added,
@@ -226,7 +227,7 @@ def write(folder, obj, *, durable=False, split_links=False, storage_options=None
 
             # On a failure each write cleans up, once its first task has ended.
             _dask.compute_writes(delayed)
-        _place(tmp, folder, durable)
+        _rastore.place_dataset(tmp, folder, durable)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -291,45 +292,6 @@ def _replaceable(folder):
         return False
     names = os.listdir(folder)
     return not names or any(n.endswith(".ra") or n == ATTRIBUTES for n in names)
-
-
-def _sync_folder(path):
-    if os.name == "nt":
-        return  # Windows has no fsync of a folder; NTFS journals its names.
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _sync_tree(top):
-    """fsyncs every folder of ``top`` (its files were synced as they were named)."""
-    for path, _, _ in os.walk(top):
-        _sync_folder(path)
-
-
-def _place(tmp, folder, durable):
-    """Moves the complete ``tmp`` to ``folder``. An old dataset there is moved aside
-    first and removed after: for the moment between the two renames, neither is
-    there. With ``durable``, the folders are synced before and after."""
-    if durable:
-        _sync_tree(tmp)
-    if not os.path.exists(folder):
-        os.rename(tmp, folder)
-        if durable:
-            _sync_folder(os.path.dirname(folder))
-        return
-    old = f"{tmp}.old"
-    os.rename(folder, old)
-    try:
-        os.rename(tmp, folder)
-    except BaseException:
-        os.rename(old, folder)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-    if durable:
-        _sync_folder(os.path.dirname(folder))
 
 
 def guess(path):

@@ -17,6 +17,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write, m)?)?;
     m.add_function(wrap_pyfunction!(create_file, m)?)?;
     m.add_function(wrap_pyfunction!(place_file, m)?)?;
+    m.add_function(wrap_pyfunction!(place_dataset, m)?)?;
     m.add_function(wrap_pyfunction!(check_output, m)?)?;
     m.add_function(wrap_pyfunction!(info_json, m)?)?;
     m.add_function(wrap_pyfunction!(trailer_of, m)?)?;
@@ -147,6 +148,14 @@ fn place_file(
             .place(&complete, &path)
     })
     .map_err(to_py)
+}
+
+/// Names the complete dataset folder `tmp` `folder` (`rastore::dataset::place`):
+/// swapped with an old one in one step where the file system can.
+#[pyfunction]
+fn place_dataset(py: Python<'_>, tmp: PathBuf, folder: PathBuf, durable: bool) -> PyResult<()> {
+    py.detach(|| rastore::dataset::place(&tmp, &folder, durable))
+        .map_err(to_py)
 }
 
 /// Refuses an output whose folder does not exist, as every writer does, before a job

@@ -14,6 +14,7 @@
 //! | [`replace`] a file | `rename` | `rename` | `MoveFileExW(REPLACE_EXISTING)` (std's `rename`), read-only attribute kept |
 //! | [`carry_over`] mode and owner | `fchmod`, `fchown` | the same | nothing (Windows has neither) |
 //! | [`link_count`] | `st_nlink` | `st_nlink` | `nNumberOfLinks` |
+//! | [`exchange`] two names (a dataset replaced) | `renameat2(RENAME_EXCHANGE)` | `renameatx_np(RENAME_SWAP)` | none: two renames |
 //! | [`sync_dir`] after a rename | `fsync` of the folder | the same | nothing (NTFS journals it) |
 //! | [`try_lock`] for appending | `flock` (std's `File::try_lock`) | the same | `LockFileEx` of one byte at 2^62 |
 //! | [`advise`] a mapping | `madvise` | `madvise` | nothing |

@@ -207,6 +207,19 @@ pub(crate) fn replace(from: &Path, to: &Path, old: Option<&Metadata>) -> io::Res
     std::fs::rename(from, to)
 }
 
+/// Swaps the names `a` and `b` (two folders, or files) in one atomic step:
+/// `renameat2(RENAME_EXCHANGE)` on Linux, `renameatx_np(RENAME_SWAP)` on macOS.
+/// `Ok(false)` where the file system cannot, and nothing was done.
+#[cfg(any(target_os = "linux", target_vendor = "apple"))]
+pub(crate) fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    match renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE) {
+        Ok(()) => Ok(true),
+        Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// How many names (hard links) the file of `meta`, at `path`, has.
 pub(crate) fn link_count(meta: &Metadata, path: &Path) -> io::Result<u64> {
     let _ = path;

@@ -157,6 +157,13 @@ pub(crate) fn link_count(meta: &Metadata, path: &Path) -> io::Result<u64> {
     Ok(info.nNumberOfLinks.into())
 }
 
+/// Swaps the names `a` and `b` in one step: Windows has no such call, so `Ok(false)`
+/// and nothing done (the caller renames twice).
+pub(crate) fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
+    let _ = (a, b);
+    Ok(false)
+}
+
 /// Nothing to sync: std cannot open a folder on Windows, and NTFS journals renames.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     let _ = dir;
