@@ -162,9 +162,16 @@ def _check_name(name, where):
 
 
 def _encoded(ds):
-    """The variables and attributes of ``ds`` as stored: CF-encoded, coordinates named."""
+    """The variables and attributes of ``ds`` as stored: CF-encoded, coordinates named;
+    booleans stay RawArray Bools (CF's int8 with ``dtype: bool`` is for netCDF, which
+    has none)."""
     variables, attrs = xr.conventions.encode_dataset_coordinates(ds)
-    return xr.conventions.cf_encoder(variables, attrs)
+    variables, attrs = xr.conventions.cf_encoder(variables, attrs)
+    for name, var in variables.items():
+        if var.attrs.get("dtype") == "bool" and var.dtype.kind == "i" and "_FillValue" not in var.attrs:
+            plain = {k: v for k, v in var.attrs.items() if k != "dtype"}
+            variables[name] = xr.Variable(var.dims, var.data.astype(bool), attrs=plain)
+    return variables, attrs
 
 
 def _named(ds, where):

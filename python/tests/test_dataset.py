@@ -48,6 +48,8 @@ def test_a_dataset_round_trips_through_a_folder_and_each_file_opens_alone(tmp_pa
     lazy = xr.open_dataset(folder, engine="rastore", chunks={"time": 2})
     assert lazy["temp"].chunks[-1] == (2, 2, 2)
     xr.testing.assert_identical(lazy.compute(), ds)
+    # Booleans are RawArray Bools, as any reader sees them.
+    assert rastore.read(folder / "land.ra").dtype == np.bool_
     # Each variable is a complete RawArray with its labels.
     np.testing.assert_array_equal(rastore.open(folder / "temp.ra"), ds["temp"].values)
     alone = xr.open_dataarray(folder / "temp.ra", engine="rastore")
