@@ -109,6 +109,26 @@ pub(super) struct Tree {
 }
 
 impl Tree {
+    /// A tree of no arrays yet, whose top group has `attrs`.
+    fn new(kind: &'static str, attrs: Map<String, Value>) -> Tree {
+        Tree {
+            kind,
+            arrays: Vec::new(),
+            groups: BTreeMap::from([(String::new(), attrs)]),
+        }
+    }
+
+    /// Adds the dataset's variable `name` (`sub/x`) read from `at`, and the groups
+    /// above it.
+    fn add_variable(&mut self, name: String, at: PathBuf) {
+        let mut g = name.as_str();
+        while let Some((up, _)) = g.rsplit_once('/') {
+            self.groups.entry(up.to_string()).or_default();
+            g = up;
+        }
+        self.arrays.push((name, Member::Variable(at)));
+    }
+
     /// The tree the local folder `input` holds, if it holds several arrays' worth: a
     /// Zarr group, or a dataset (a folder that is no Zarr node).
     pub fn of(input: &Path, options: &ConvertOptions) -> Result<Option<Tree>> {
@@ -127,11 +147,9 @@ impl Tree {
 
     /// One array, named `name`, in a group of its own.
     pub fn one(input: &Path, name: String) -> Tree {
-        Tree {
-            kind: "one array",
-            arrays: vec![(name, Member::One(input.to_path_buf()))],
-            groups: BTreeMap::from([(String::new(), Map::new())]),
-        }
+        let mut tree = Tree::new("one array", Map::new());
+        tree.arrays.push((name, Member::One(input.to_path_buf())));
+        tree
     }
 
     /// Its one array, opened; several are refused, named, with what to do instead.
@@ -292,7 +310,7 @@ impl Tree {
 
 /// Whether `path` is an `s3://` URL.
 fn url_of(path: &Path) -> bool {
-    path.to_str().is_some_and(|s| s.starts_with("s3://"))
+    super::open::url_of(path).is_some()
 }
 
 fn depth(g: &str) -> usize {
@@ -388,11 +406,7 @@ fn open_member(m: &Member, options: &ConvertOptions) -> Result<Box<dyn Source>> 
 
 /// The tree of the local Zarr group `dir`, whose attributes are `attrs`.
 fn zarr_tree(dir: &Path, attrs: Map<String, Value>) -> Result<Tree> {
-    let mut tree = Tree {
-        kind: "a Zarr group",
-        arrays: Vec::new(),
-        groups: BTreeMap::from([(String::new(), attrs)]),
-    };
+    let mut tree = Tree::new("a Zarr group", attrs);
     for (key, node) in group::members(dir)? {
         match node {
             Node::Array => tree
@@ -406,33 +420,22 @@ fn zarr_tree(dir: &Path, attrs: Map<String, Value>) -> Result<Tree> {
     Ok(tree)
 }
 
+/// Attributes as NDL holds them (a `dataset.yaml`'s), as JSON.
+fn attributes_map(attrs: Option<Yaml>) -> Map<String, Value> {
+    attrs
+        .and_then(|a| json_of_yaml(&a).as_object().cloned())
+        .unwrap_or_default()
+}
+
 /// The tree of the dataset at `folder`: its variables, and a group for the folder and
 /// each sub-folder that holds variables, with its `dataset.yaml` attributes.
 fn dataset_tree(folder: &Path) -> Result<Tree> {
-    let mut tree = Tree {
-        kind: "a dataset folder",
-        arrays: Vec::new(),
-        groups: BTreeMap::new(),
-    };
-    let variables = crate::dataset::variables(folder)?;
-    let mut names: Vec<String> = vec![String::new()];
-    for v in &variables {
-        let mut at = v.name.as_str();
-        while let Some((g, _)) = at.rsplit_once('/') {
-            names.push(g.to_string());
-            at = g;
-        }
+    let mut tree = Tree::new("a dataset folder", Map::new());
+    for v in crate::dataset::variables(folder)? {
+        tree.add_variable(v.name, v.path);
     }
-    for g in names {
-        let attrs = match crate::dataset::attributes(&folder.join(&g))? {
-            Some(a) => json_of_yaml(&a).as_object().cloned().unwrap_or_default(),
-            None => Map::new(),
-        };
-        tree.groups.insert(g, attrs);
+    for (g, attrs) in tree.groups.iter_mut() {
+        *attrs = attributes_map(crate::dataset::attributes(&folder.join(g))?);
     }
-    tree.arrays = variables
-        .into_iter()
-        .map(|v| (v.name, Member::Variable(v.path)))
-        .collect();
     Ok(tree)
 }

@@ -14,14 +14,13 @@ use std::path::Path;
 
 use serde_json::Map;
 
-use super::{attributes_doc, open_member, xarray, Member, Tree};
+use super::{attributes_doc, attributes_map, open_member, xarray, Member, Node, Tree};
 use crate::convert::options::{is_zarr, ConvertOptions};
 use crate::convert::plan::copy;
 use crate::convert::Converted;
 use crate::dataset::{attributes_in, ATTRIBUTES, MAX_ATTRIBUTES};
 use crate::error::{Error, ErrorKind, Result};
 use crate::formats::zarr::group;
-use crate::formats::zarr::meta::json_of_yaml;
 use crate::layout::Progress;
 use crate::remote::objects::{self, Listed};
 
@@ -40,18 +39,9 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
     let listed: Vec<Listed> = objects::list_where(&url, remote, |n| {
         !objects::hidden(n) && n.ends_with(ATTRIBUTES)
     })?;
-    let mut tree = Tree {
-        kind: "a dataset folder",
-        arrays: Vec::new(),
-        groups: BTreeMap::from([(String::new(), Map::new())]),
-    };
+    let mut tree = Tree::new("a dataset folder", Map::new());
     for (name, at) in objects::variables(&url, remote)? {
-        let mut g = name.as_str();
-        while let Some((up, _)) = g.rsplit_once('/') {
-            tree.groups.entry(up.to_string()).or_default();
-            g = up;
-        }
-        tree.arrays.push((name, Member::Variable(at.into())));
+        tree.add_variable(name, at.into());
     }
     for l in &listed {
         let group = match l.name.strip_suffix(ATTRIBUTES) {
@@ -63,11 +53,7 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
         let at = format!("{base}/{}", l.name);
         let text = objects::get_small(&at, MAX_ATTRIBUTES, remote)?.unwrap_or_default();
         let attrs = attributes_in(&text).map_err(|e| e.at(&at))?;
-        let attrs = attrs.map(|a| json_of_yaml(&a));
-        let attrs = attrs
-            .and_then(|a| a.as_object().cloned())
-            .unwrap_or_default();
-        tree.groups.insert(group.to_string(), attrs);
+        tree.groups.insert(group.to_string(), attributes_map(attrs));
     }
     Ok(Some(tree))
 }
@@ -82,74 +68,55 @@ fn json_at(url: &str, options: &ConvertOptions) -> Result<Option<serde_json::Val
         .map_err(|e| Error::decode("zarr", format!("not JSON: {e}")).at(url))
 }
 
-/// The attributes of a v3 node's document, or of a v2 node's `.zattrs` at `base`.
-fn attributes_of(
-    doc: Option<&serde_json::Value>,
-    base: &str,
-    options: &ConvertOptions,
-) -> Result<Map<String, serde_json::Value>> {
-    let attrs = match doc {
-        Some(d) => Some(d["attributes"].clone()),
-        None => json_at(&format!("{base}/.zattrs"), options)?,
-    };
-    Ok(attrs
-        .and_then(|a| a.as_object().cloned())
-        .unwrap_or_default())
-}
-
 /// The Zarr group at `url` in object storage, its members found by listing (v3
-/// `zarr.json`, v2 `.zarray` and `.zgroup`); `None` if it is no group.
+/// `zarr.json`, v2 `.zarray` and `.zgroup`); `None` if it is no group. Only the
+/// documents the listing holds are fetched.
 fn zarr_tree(url: &str, options: &ConvertOptions) -> Result<Option<Tree>> {
     let base = url.trim_end_matches('/');
-    let root = json_at(&format!("{base}/zarr.json"), options)?;
-    let v2 = root.is_none() && json_at(&format!("{base}/.zgroup"), options)?.is_some();
-    if !(v2 || root.as_ref().is_some_and(|d| d["node_type"] == "group")) {
-        return Ok(None);
-    }
-    let mut tree = Tree {
-        kind: "a Zarr group",
-        arrays: Vec::new(),
-        groups: BTreeMap::from([(String::new(), attributes_of(root.as_ref(), base, options)?)]),
-    };
     let metadata = |n: &str| {
-        [".zarray", ".zgroup", "zarr.json"]
+        [".zarray", ".zgroup", ".zattrs", "zarr.json"]
             .iter()
             .any(|m| n.ends_with(m))
     };
-    for l in objects::list_where(&format!("{base}/"), options.remote_options(), metadata)? {
-        let (key, kind) = match (
-            l.name.strip_suffix("/zarr.json"),
-            l.name.strip_suffix("/.zarray"),
-            l.name.strip_suffix("/.zgroup"),
-        ) {
-            (Some(k), _, _) => (k, Some(true)),
-            (_, Some(k), _) => (k, None),
-            (_, _, Some(k)) => (k, Some(false)),
-            _ => continue,
+    let listed: BTreeSet<String> =
+        objects::list_where(&format!("{base}/"), options.remote_options(), metadata)?
+            .into_iter()
+            .map(|l| l.name)
+            .collect();
+    // The documents of the node at `key` ("" for the group itself) that were listed.
+    let node = |key: &str| {
+        let at = |name: &str| match key {
+            "" => name.to_string(),
+            k => format!("{k}/{name}"),
         };
+        group::node_of(|name| match listed.contains(&at(name)) {
+            true => json_at(&format!("{base}/{}", at(name)), options),
+            false => Ok(None),
+        })
+    };
+    let Some(Node::Group(attrs)) = node("")? else {
+        return Ok(None);
+    };
+    let mut tree = Tree::new("a Zarr group", attrs);
+    let keys: BTreeSet<&str> = listed
+        .iter()
+        .filter_map(|n| Some(n.rsplit_once('/')?.0))
+        .collect();
+    for key in keys {
         // (v2's own keys start with `.`: a hidden node is one whose path does.)
         if objects::hidden(key) {
             continue;
         }
         objects::check_name(key, url)?;
-        let Some(v3) = kind else {
-            tree.arrays.push((
+        match node(key)? {
+            Some(Node::Array) => tree.arrays.push((
                 key.to_string(),
                 Member::Zarr(format!("{base}/{key}").into()),
-            ));
-            continue;
-        };
-        let at = format!("{base}/{key}");
-        let doc = if v3 {
-            json_at(&format!("{at}/zarr.json"), options)?
-        } else {
-            None
-        };
-        if doc.as_ref().is_some_and(|d| d["node_type"] != "group") {
-            tree.arrays.push((key.to_string(), Member::Zarr(at.into())));
-        } else {
-            tree.groups
-                .insert(key.to_string(), attributes_of(doc.as_ref(), &at, options)?);
+            )),
+            Some(Node::Group(a)) => {
+                tree.groups.insert(key.to_string(), a);
+            }
+            None => {}
         }
     }
     Ok(Some(tree))

@@ -96,26 +96,29 @@ pub enum Node {
     Group(Map<String, Value>),
 }
 
-/// What the local folder `dir` is in a Zarr hierarchy, if it is a node of one.
-pub fn node(dir: &Path) -> Result<Option<Node>> {
-    if let Some(doc) = json_in(&dir.join("zarr.json"))? {
-        return Ok(Some(match doc["node_type"].as_str() {
-            Some("group") => {
-                Node::Group(doc["attributes"].as_object().cloned().unwrap_or_default())
-            }
+/// What a node of a Zarr hierarchy is, from its documents as `doc(name)` gives them
+/// (`zarr.json`, `.zarray`, `.zgroup`, `.zattrs`; `None` where there is none), in any
+/// store: v3's `zarr.json` first, then v2's.
+pub fn node_of(mut doc: impl FnMut(&str) -> Result<Option<Value>>) -> Result<Option<Node>> {
+    let attributes = |d: Option<Value>| d.and_then(|a| a.as_object().cloned()).unwrap_or_default();
+    if let Some(d) = doc("zarr.json")? {
+        return Ok(Some(match d["node_type"].as_str() {
+            Some("group") => Node::Group(attributes(Some(d["attributes"].clone()))),
             _ => Node::Array,
         }));
     }
-    if dir.join(".zarray").is_file() {
+    if doc(".zarray")?.is_some() {
         return Ok(Some(Node::Array));
     }
-    if dir.join(".zgroup").is_file() {
-        let attrs = json_in(&dir.join(".zattrs"))?
-            .and_then(|a| a.as_object().cloned())
-            .unwrap_or_default();
-        return Ok(Some(Node::Group(attrs)));
+    if doc(".zgroup")?.is_some() {
+        return Ok(Some(Node::Group(attributes(doc(".zattrs")?))));
     }
     Ok(None)
+}
+
+/// What the local folder `dir` is in a Zarr hierarchy, if it is a node of one.
+pub fn node(dir: &Path) -> Result<Option<Node>> {
+    node_of(|name| json_in(&dir.join(name)))
 }
 
 /// The nodes below the local group `dir`, by path within it (`a`, `sub`, `sub/b`),
