@@ -401,7 +401,12 @@ def _folder_attributes(folder):
     if not os.path.isfile(path):
         return {}
     with io.open(path, "rb") as f:  # this module's `open` maps arrays
-        doc = _rastore.ndl_document(f.read())
+        return _attributes_in(f.read(), path)
+
+
+def _attributes_in(text, path):
+    """The attributes of the ``dataset.yaml`` document ``text`` (read from ``path``)."""
+    doc = _rastore.ndl_document(text)
     attrs = None if doc is None else doc.get("attributes", {})
     if not isinstance(attrs, dict):
         raise Error(f"{path}: not an NDL document (YAML starting ---) with a mapping of "

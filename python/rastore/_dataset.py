@@ -31,7 +31,7 @@ import uuid
 import xarray as xr
 from xarray.core import indexing
 
-from . import Error, _folder_attributes, _is_remote, _rastore, _settings
+from . import Error, _attributes_in, _folder_attributes, _is_remote, _rastore, _settings
 from ._array import Array
 from ._xarray import RastoreBackendArray, _plain, labels
 
@@ -78,14 +78,7 @@ class _Prefix:
     def attributes(self, group):
         url = self.url(group, ATTRIBUTES)
         text = _rastore.remote_get(url, 1 << 20, _settings(self.storage_options))
-        if text is None:
-            return {}
-        doc = _rastore.ndl_document(bytes(text))
-        attrs = None if doc is None else doc.get("attributes", {})
-        if not isinstance(attrs, dict):
-            raise Error(f"{url}: not an NDL document (YAML starting ---) with a mapping of "
-                        "attributes")
-        return attrs
+        return {} if text is None else _attributes_in(bytes(text), url)
 
 
 def _entries(folder):
@@ -250,7 +243,7 @@ def _nodes(obj):
 
 def _write_remote(url, obj, storage_options):
     """A dataset under the prefix ``url`` (``s3://bucket/run/``): each variable a whole
-    upload, then the ``dataset.yaml`` files; on a failure every object written is
+    upload, then the ``dataset.yaml`` files; on a failure the objects it added are
     removed; a replaced dataset's objects that the new one has not are removed after."""
     from . import _xarray
 

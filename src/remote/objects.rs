@@ -4,7 +4,7 @@
 
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::client::{remote_err, runtime, store, RemoteOptions, S3Url};
 use crate::error::{Error, ErrorKind, Result};
@@ -64,6 +64,15 @@ pub fn list_where(
     Ok(out)
 }
 
+/// The attributes in the `dataset.yaml` object `url` (`None` without one); one that is
+/// no NDL document of attributes is an error naming it.
+pub fn dataset_attributes(url: &str, options: &RemoteOptions) -> Result<Option<yaml_rust2::Yaml>> {
+    match get_small(url, crate::dataset::MAX_ATTRIBUTES, options)? {
+        Some(text) => crate::dataset::attributes_in(&text).map_err(|e| e.at(url)),
+        None => Ok(None),
+    }
+}
+
 /// Refuses a key below a prefix that is no plain relative path on every platform (a
 /// segment empty, `.` or `..`, or holding `\` or `:`): it would name a file outside
 /// the folder a tree is converted into.
@@ -104,23 +113,30 @@ pub fn variables(url: &str, options: &RemoteOptions) -> Result<Vec<(String, Stri
 pub fn get_small(url: &str, max: u64, options: &RemoteOptions) -> Result<Option<Vec<u8>>> {
     let at = S3Url::parse(url)?;
     let store = store(&at, options)?;
-    let rt = runtime()?;
-    let meta = match rt.block_on(store.head(&at.path())) {
-        Ok(m) => m,
-        Err(object_store::Error::NotFound { .. }) => return Ok(None),
-        Err(e) => return Err(remote_err("head", &at)(e)),
+    // One ranged GET: the document, or a byte more than may be, which says so.
+    let opts = GetOptions {
+        range: Some(GetRange::Bounded(0..max + 1)),
+        ..GetOptions::default()
     };
-    if meta.size > max {
+    let got = runtime()?.block_on(async {
+        match store.get_opts(&at.path(), opts).await {
+            Ok(r) => Ok(Some(r.bytes().await?.to_vec())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            // An empty object has no first byte to ask for.
+            Err(e) => match store.head(&at.path()).await {
+                Ok(meta) if meta.size == 0 => Ok(Some(Vec::new())),
+                _ => Err(e),
+            },
+        }
+    });
+    let bytes = got.map_err(remote_err("get", &at))?;
+    if bytes.as_ref().is_some_and(|b| b.len() as u64 > max) {
         return Err(Error::from(ErrorKind::InvalidArgument(format!(
-            "{} bytes, more than the {max} such a document may have",
-            meta.size
+            "more than the {max} bytes such a document may have"
         )))
         .at(at.shown()));
     }
-    let bytes = rt
-        .block_on(async { store.get(&at.path()).await?.bytes().await })
-        .map_err(remote_err("get", &at))?;
-    Ok(Some(bytes.to_vec()))
+    Ok(bytes)
 }
 
 /// Stores `bytes` as the object `url`, whole.

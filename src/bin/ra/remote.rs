@@ -58,11 +58,7 @@ pub fn describe_dataset(p: &Path) -> rastore::Result<String> {
         url(p).trim_end_matches('/'),
         rastore::dataset::ATTRIBUTES
     );
-    let max = rastore::dataset::MAX_ATTRIBUTES;
-    let attributes = match rastore::remote::objects::get_small(&yaml, max, &options)? {
-        Some(text) => rastore::dataset::attributes_in(&text).map_err(|e| e.at(&yaml))?,
-        None => None,
-    };
+    let attributes = rastore::remote::objects::dataset_attributes(&yaml, &options)?;
     Ok(rastore::dataset::describe_entries(entries, attributes))
 }
 

@@ -18,7 +18,7 @@ use super::{attributes_doc, attributes_map, open_member, xarray, Member, Node, T
 use crate::convert::options::{is_zarr, ConvertOptions};
 use crate::convert::plan::copy;
 use crate::convert::Converted;
-use crate::dataset::{attributes_in, ATTRIBUTES, MAX_ATTRIBUTES};
+use crate::dataset::ATTRIBUTES;
 use crate::error::{Error, ErrorKind, Result};
 use crate::formats::zarr::group;
 use crate::layout::Progress;
@@ -51,8 +51,7 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
         };
         objects::check_name(&l.name, &url)?;
         let at = format!("{base}/{}", l.name);
-        let text = objects::get_small(&at, MAX_ATTRIBUTES, remote)?.unwrap_or_default();
-        let attrs = attributes_in(&text).map_err(|e| e.at(&at))?;
+        let attrs = objects::dataset_attributes(&at, remote)?;
         tree.groups.insert(group.to_string(), attributes_map(attrs));
     }
     Ok(Some(tree))
