@@ -646,13 +646,18 @@ pub(crate) fn decode_fill_attribute(attrs: &mut Map<String, Value>, dtype: DType
         return;
     };
     let x = f64::from_le_bytes(bytes.try_into().unwrap_or_default());
-    let value = match serde_json::Number::from_f64(x) {
+    attrs.insert("_FillValue".into(), ndl_number(x));
+}
+
+/// `x` as an attribute's value: a JSON number, or NaN and the infinities as NDL spells
+/// them (`.nan`, `.inf`, `-.inf`), which JSON cannot.
+pub(crate) fn ndl_number(x: f64) -> Value {
+    match serde_json::Number::from_f64(x) {
         Some(n) => Value::Number(n),
         None if x.is_nan() => json!(".nan"),
         None if x > 0.0 => json!(".inf"),
         None => json!("-.inf"),
-    };
-    attrs.insert("_FillValue".into(), value);
+    }
 }
 
 /// Encodes `bytes` as standard base64, padded.

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use zarrs::array::{
     Array, ArrayBytes, ArrayMetadata, ArrayMetadataV2, ArrayMetadataV3, CodecOptions,
 };
@@ -234,10 +234,11 @@ impl ZarrInput {
     /// backend reads a v2 group (a v3 array's `_FillValue` is an attribute already).
     pub fn fill_as_xarray_reads(&mut self) {
         if let Some(fill) = self.v2_fill.take() {
+            // Zarr names NaN and the infinities ("NaN", "Infinity", "-Infinity").
             let fill = match fill.as_str() {
-                Some("NaN") => json!(".nan"),
-                Some("Infinity") => json!(".inf"),
-                Some("-Infinity") => json!("-.inf"),
+                Some(s @ ("NaN" | "Infinity" | "-Infinity")) => {
+                    meta::ndl_number(s.parse().unwrap_or(f64::NAN))
+                }
                 _ => fill,
             };
             self.attributes.entry("_FillValue").or_insert(fill);
