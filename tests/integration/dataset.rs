@@ -11,6 +11,17 @@ fn variable(path: &std::path::Path, n: u64) {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// The files `names` under `a` and `b` are byte for byte the same.
+fn same_files(a: &std::path::Path, b: &std::path::Path, names: &[&str]) {
+    for v in names {
+        assert_eq!(
+            std::fs::read(a.join(v)).unwrap(),
+            std::fs::read(b.join(v)).unwrap(),
+            "{v}"
+        );
+    }
+}
+
 #[test]
 fn the_tool_reads_a_folder_as_its_variables() {
     let d = tmp();
@@ -66,13 +77,7 @@ fn the_tool_reads_a_folder_as_its_variables() {
     );
     let back = d.path().join("back");
     ok(&["convert", s(&z), s(&back)]);
-    for v in ["temp.ra", "lat.ra", "coils/c0.ra"] {
-        assert_eq!(
-            std::fs::read(run.join(v)).unwrap(),
-            std::fs::read(back.join(v)).unwrap(),
-            "{v}"
-        );
-    }
+    same_files(&run, &back, &["temp.ra", "lat.ra", "coils/c0.ra"]);
     let attrs = std::fs::read_to_string(back.join("dataset.yaml")).unwrap();
     assert!(attrs.contains("title: a run"), "{attrs}");
     // An array and a group of one name cannot both be Zarr nodes.
@@ -189,13 +194,7 @@ fn a_dataset_in_object_storage_goes_both_ways() {
     );
     let back = d.path().join("back");
     okay(&["convert", &url, s(&back)]);
-    for v in ["temp.ra", "coils/c0.ra"] {
-        assert_eq!(
-            std::fs::read(run.join(v)).unwrap(),
-            std::fs::read(back.join(v)).unwrap(),
-            "{v}"
-        );
-    }
+    same_files(&run, &back, &["temp.ra", "coils/c0.ra"]);
     assert!(std::fs::read_to_string(back.join("dataset.yaml"))
         .unwrap()
         .contains("title: up"));
@@ -209,13 +208,7 @@ fn a_dataset_in_object_storage_goes_both_ways() {
     assert!(server.object("sets/run.zarr/zarr.json").is_file());
     let fromz = d.path().join("fromz");
     okay(&["convert", &zurl, s(&fromz)]);
-    for v in ["temp.ra", "coils/c0.ra"] {
-        assert_eq!(
-            std::fs::read(run.join(v)).unwrap(),
-            std::fs::read(fromz.join(v)).unwrap(),
-            "{v}"
-        );
-    }
+    same_files(&run, &fromz, &["temp.ra", "coils/c0.ra"]);
     // A variable that fails (cut short) leaves no object of the new dataset.
     let bad = d.path().join("bad");
     std::fs::create_dir(&bad).unwrap();
