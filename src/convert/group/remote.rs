@@ -72,6 +72,12 @@ fn json_at(url: &str, options: &ConvertOptions) -> Result<Option<serde_json::Val
 /// documents the listing holds are fetched.
 fn zarr_tree(url: &str, options: &ConvertOptions) -> Result<Option<Tree>> {
     let base = url.trim_end_matches('/');
+    // The node itself first: an array's store is never listed (its chunks may be many).
+    let Some(Node::Group(attrs)) =
+        group::node_of(|name| json_at(&format!("{base}/{name}"), options))?
+    else {
+        return Ok(None);
+    };
     let metadata = |n: &str| {
         [".zarray", ".zgroup", ".zattrs", "zarr.json"]
             .iter()
@@ -82,19 +88,12 @@ fn zarr_tree(url: &str, options: &ConvertOptions) -> Result<Option<Tree>> {
             .into_iter()
             .map(|l| l.name)
             .collect();
-    // The documents of the node at `key` ("" for the group itself) that were listed.
+    // The documents of the member at `key` that were listed.
     let node = |key: &str| {
-        let at = |name: &str| match key {
-            "" => name.to_string(),
-            k => format!("{k}/{name}"),
-        };
-        group::node_of(|name| match listed.contains(&at(name)) {
-            true => json_at(&format!("{base}/{}", at(name)), options),
+        group::node_of(|name| match listed.contains(&format!("{key}/{name}")) {
+            true => json_at(&format!("{base}/{key}/{name}"), options),
             false => Ok(None),
         })
-    };
-    let Some(Node::Group(attrs)) = node("")? else {
-        return Ok(None);
     };
     let mut tree = Tree::new("a Zarr group", attrs);
     let keys: BTreeSet<&str> = listed
