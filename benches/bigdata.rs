@@ -764,10 +764,47 @@ fn fio_iops(path: &str, block: u64, n: usize) -> f64 {
         .expect("fio's IOPS")
 }
 
-/// One way a gather bench reads its samples: fio at a block size, or a gather.
+/// fio's IOPS replaying `reads` (offset, length; aligned to 4 KiB) of `path` in the
+/// order given, from a version 2 iolog, at queue depth 64, `O_DIRECT`: the device doing
+/// exactly the reads a gather asks of it.
+fn fio_replay_iops(path: &str, reads: &[(u64, u64)]) -> f64 {
+    use std::fmt::Write as _;
+    let mut log = format!("fio version 2 iolog\n{path} add\n{path} open\n");
+    for (offset, len) in reads {
+        let _ = writeln!(log, "{path} read {offset} {len}");
+    }
+    let _ = writeln!(log, "{path} close");
+    let iolog = std::env::temp_dir().join(format!("rastore-gather-{}.iolog", std::process::id()));
+    std::fs::write(&iolog, log).expect("write the iolog");
+    let out = Command::new("fio")
+        .args([
+            "--name=replay",
+            &format!("--read_iolog={}", iolog.display()),
+            "--replay_no_stall=1",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--iodepth=64",
+            "--output-format=terse",
+            "--terse-version=3",
+        ])
+        .output()
+        .expect("fio (apt-get install fio)");
+    let _ = std::fs::remove_file(&iolog);
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split(';')
+        .nth(7)
+        .and_then(|f| f.parse().ok())
+        .expect("fio's IOPS")
+}
+
+/// One way a gather bench reads its samples: fio at a block size, or a gather from
+/// one reader, or from a new reader for each batch (which keeps nothing from one
+/// batch to the next: its ring, buffers and direct file are made for each).
 enum Way {
     Fio(u64),
+    Replay,
     Gather(rastore::gather::GatherOptions),
+    Fresh(rastore::gather::GatherOptions),
 }
 
 fn gathers(b: &Bench, path: &Path, gib: u64) {
@@ -796,6 +833,23 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
         for sorted in [true, false] {
             let picked = samples(n, width, frames, sorted, 0x9e37_79b9_7f4a_7c15 ^ width);
             let order = if sorted { "sorted" } else { "unsorted" };
+            // Each sample's blocks (it starts 72 bytes past one), in the order a gather
+            // reads them: sorted within each batch.
+            let blocks: Vec<(u64, u64)> = picked
+                .chunks(batch)
+                .flat_map(|chunk| {
+                    let mut spans: Vec<(u64, u64)> = chunk
+                        .iter()
+                        .map(|&(j, k)| {
+                            let at = 72 + 4 * 1024 * (j + 1024 * k);
+                            let from = at / 4096 * 4096;
+                            (from, (at + bytes).div_ceil(4096) * 4096 - from)
+                        })
+                        .collect();
+                    spans.sort_unstable();
+                    spans
+                })
+                .collect();
             // A sample starts 72 bytes (the header) past a block boundary: read around
             // the cache, it takes one block more than its size.
             let all = std::env::var_os("RASTORE_GATHER_ALL").is_some();
@@ -810,8 +864,17 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                     Way::Fio(bytes + 4096),
                 ),
                 (
+                    "fio replaying the gather's own blocks, batch by batch, qd64 direct".into(),
+                    Way::Replay,
+                ),
+                (
                     "read_many_into, io_uring, cached or O_DIRECT, depth 64 (the default)".into(),
                     hybrid(Engine::Uring, 64),
+                ),
+                (
+                    "the same, a new reader for each batch (nothing kept between batches)"
+                        .into(),
+                    Way::Fresh(GatherOptions::default()),
                 ),
                 (
                     "read_many_into, io_uring, cached or O_DIRECT, depth 32".into(),
@@ -844,7 +907,7 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
             ];
             // By default the floors and the default way; RASTORE_GATHER_ALL: every way.
             if !all {
-                ways.truncate(3);
+                ways.truncate(5);
             }
             // The batches' buffer, made (and its pages touched) before any run: each
             // way reads into memory it already has, as fio does.
@@ -861,10 +924,14 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                     let base = rss_anon();
                     let rate = match way {
                         Way::Fio(block) => fio_iops(&p, *block, n),
-                        Way::Gather(options) => {
+                        Way::Replay => fio_replay_iops(&p, &blocks),
+                        Way::Gather(options) | Way::Fresh(options) => {
                             let t = Instant::now();
-                            let r = rastore::DataReader::open(path).expect("open");
+                            let mut r = rastore::DataReader::open(path).expect("open");
                             for chunk in picked.chunks(batch) {
+                                if matches!(way, Way::Fresh(_)) {
+                                    r = rastore::DataReader::open(path).expect("open");
+                                }
                                 let sels: Vec<[Stride; 3]> = chunk
                                     .iter()
                                     .map(|&(j, k)| {

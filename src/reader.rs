@@ -39,6 +39,7 @@ pub struct DataReader {
     header: Header,
     metadata: Vec<u8>,
     source: Source,
+    kept: gather::Kept,
 }
 
 /// What becomes of Bool bytes on the way in.
@@ -121,6 +122,7 @@ impl DataReader {
             header,
             metadata,
             source,
+            kept: gather::Kept::default(),
         })
     }
 
@@ -146,6 +148,7 @@ impl DataReader {
                 unit,
                 bools,
             },
+            kept: gather::Kept::default(),
         }
     }
 
@@ -227,6 +230,7 @@ impl DataReader {
             file,
             len: *len,
             path: &self.path,
+            kept: &self.kept,
         };
         Ok(gather::resident(&target, &reads))
     }
@@ -283,6 +287,7 @@ impl DataReader {
                     file,
                     len: *len,
                     path: &self.path,
+                    kept: &self.kept,
                 };
                 gather::read_into(&target, &reads, out, options)?;
                 codec::swap_bytes(out, *unit);

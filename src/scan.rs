@@ -293,7 +293,7 @@ impl<'p> Source<'p> {
         let file = File::open(path).map_err(io_at("open", path))?;
         let direct = match method {
             ScanMethod::Buffered => None,
-            ScanMethod::Direct => sys::open_direct(path),
+            ScanMethod::Direct => sys::open_direct(&file),
         };
         if direct.is_none() {
             sys::advise_file(&file, FileAdvice::Sequential, range.clone());

@@ -21,12 +21,16 @@ class _Local:
         self.mapped = None
         self.decoded = None
         self.reader = None
+        # Whether indices are read by gathers: a mapped .ra file (a .npy, or data
+        # decoded whole, is indexed by NumPy in memory).
+        self.gathers = False
         try:
             mapped = MappedFile(path)
             # Mapping checks the header; making the array checks that the data can
             # be used in place.
             mapped.array
             self.mapped = mapped
+            self.gathers = mapped._npy_descr() is None
         except Error:
             # Compressed, big-endian or BitArray data has no view in place: it is
             # decoded whole, once, on the first index.
@@ -65,7 +69,7 @@ class _Local:
         """Whether NumPy indexes the array in memory rather than a gather reading it: a
         ``.npy``, data decoded whole, or a batch whose bytes the page cache holds (then
         the mapping is copied from at memory speed, with no read per sample)."""
-        if self.mapped is None or self.mapped._npy_descr() is not None:
+        if not self.gathers:
             return True
         return self._reader().resident(base, axis, indices)
 
@@ -82,7 +86,7 @@ class _Local:
     def gather_selections(self, selections, buf):
         """Reads each of ``selections`` into ``buf``, as ``gather``; ``False`` where
         NumPy indexes the array in memory instead."""
-        if self.mapped is None or self.mapped._npy_descr() is not None:
+        if not self.gathers:
             return False
         self._reader().gather_selections(selections, buf)
         return True
@@ -200,12 +204,15 @@ def _key(key, shape):
         raise IndexError(f"{_TAKEN}: index with one array at a time")
     for axis, (k, n) in enumerate(zip(out, shape)):
         if isinstance(k, np.ndarray):
-            bad = (k < -n) | (k >= n)
-            if bad.any():
+            # Two reductions, and the where only for negative indices: this runs for
+            # every batch, cached ones too (docs/PYTHON.md).
+            if k.size and (k.min() < -n or k.max() >= n):
+                bad = (k < -n) | (k >= n)
                 raise IndexError(
                     f"index {int(k[bad].flat[0])} is out of bounds for axis {axis} with size {n}"
                 )
-            out[axis] = np.where(k < 0, k + n, k)
+            if k.size and k.min() < 0:
+                out[axis] = np.where(k < 0, k + n, k)
         elif not isinstance(k, slice):
             if not -n <= k < n:
                 raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")

@@ -167,26 +167,44 @@ fn phase(file: &StreamFile<'_>, read: &StreamRead<'_>, cached: bool) -> Phase {
 /// Most bytes of buffers a stream holds for reads without a target.
 const SLOT_BYTES: usize = 64 << 20;
 
-/// Buffers for the reads of a stream that have no target or read around the cache:
-/// `count` of `size` bytes, each aligned for direct reads, made when first needed (a
-/// stream of cached reads into targets needs none). Only io_uring (Linux) reads into
-/// them; the threads engine uses their size alone.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-struct Slots {
+/// What a reader keeps from one [`read_stream`] to the next, so that a batch of a few
+/// hundred reads does not pay for its setup each time: the slots' memory (zeroed once,
+/// not once per batch: up to [`SLOT_BYTES`]) and, on Linux, the io_uring ring. A
+/// batch that finds it in use makes its own.
+#[derive(Default)]
+pub(crate) struct Streamer {
     arena: Vec<u8>,
-    base: usize,
+    ring: KeptRing,
+}
+
+/// The io_uring ring a [`Streamer`] keeps, once made.
+#[cfg(target_os = "linux")]
+type KeptRing = Option<uring::Ring>;
+/// No ring to keep: reads go to the threads.
+#[cfg(not(target_os = "linux"))]
+type KeptRing = ();
+
+/// Buffers for the reads of a stream that have no target or read around the cache:
+/// `count` of `size` bytes, each aligned for direct reads, in the [`Streamer`]'s
+/// memory, grown when first needed (a stream of cached reads into targets needs
+/// none). Only io_uring (Linux) reads into them; the threads engine uses their size
+/// alone.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+struct Slots<'k> {
+    arena: &'k mut Vec<u8>,
     size: usize,
     count: usize,
     free: Vec<usize>,
 }
 
-impl Slots {
+impl<'k> Slots<'k> {
     /// Slots for `reads`, at most `count` of them and [`SLOT_BYTES`] in all (at least
     /// one), each large enough for any of them read around the cache.
     fn for_reads<'r, 'a: 'r>(
         reads: impl Iterator<Item = &'r StreamRead<'a>>,
         count: usize,
-    ) -> Slots {
+        arena: &'k mut Vec<u8>,
+    ) -> Slots<'k> {
         let size = reads
             .map(|r| aligned(r.offset, r.len).1)
             .max()
@@ -196,8 +214,7 @@ impl Slots {
             .checked_div(size)
             .map_or(0, |fit| count.min(fit).max(1));
         Slots {
-            arena: Vec::new(),
-            base: 0,
+            arena,
             size,
             count,
             free: (0..count).rev().collect(),
@@ -206,11 +223,11 @@ impl Slots {
 
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn get(&mut self, slot: usize) -> &mut [u8] {
-        if self.arena.is_empty() {
-            self.arena = vec![0u8; self.count * self.size + DIRECT_ALIGN];
-            self.base = self.arena.as_ptr().align_offset(DIRECT_ALIGN);
+        let need = self.count * self.size + DIRECT_ALIGN;
+        if self.arena.len() < need {
+            *self.arena = vec![0u8; need];
         }
-        let at = self.base + slot * self.size;
+        let at = self.arena.as_ptr().align_offset(DIRECT_ALIGN) + slot * self.size;
         &mut self.arena[at..at + self.size]
     }
 }
@@ -226,6 +243,7 @@ pub(crate) fn read_stream(
     reads: &mut [StreamRead<'_>],
     engine: Engine,
     depth: usize,
+    keep: &mut Streamer,
     done: &mut (dyn FnMut(usize, &[u8]) + Send),
 ) -> io::Result<()> {
     if reads.is_empty() {
@@ -257,7 +275,11 @@ pub(crate) fn read_stream(
         .iter()
         .filter(|i| i.phase == Phase::Direct || i.read.target.is_none())
         .count();
-    let mut slots = Slots::for_reads(rest.iter().map(|i| &*i.read), slotted.min(2 * depth));
+    let mut slots = Slots::for_reads(
+        rest.iter().map(|i| &*i.read),
+        slotted.min(2 * depth),
+        &mut keep.arena,
+    );
     // The copies are the CPUs' work; the device's reads wait on it, mostly asleep.
     let copiers = std::thread::available_parallelism().map_or(1, |n| n.get());
     std::thread::scope(|s| {
@@ -266,7 +288,7 @@ pub(crate) fn read_stream(
         let read = if rest.is_empty() {
             Ok(())
         } else {
-            read_items(file, &mut rest, engine, depth, &mut slots, done)
+            read_items(file, &mut rest, engine, depth, &mut slots, &mut keep.ring, done)
         };
         let copied = copied.map_or(Ok(()), |h| {
             h.join().unwrap_or_else(|_| {
@@ -286,16 +308,17 @@ fn read_items(
     engine: Engine,
     depth: usize,
     slots: &mut Slots,
+    ring: &mut KeptRing,
     done: &mut (dyn FnMut(usize, &[u8]) + Send),
 ) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     if engine != Engine::Threads {
-        match uring::read_stream(file, items, depth, slots, done) {
+        match uring::read_stream(file, items, depth, slots, ring, done) {
             Err(uring::Unavailable) => {}
             Ok(r) => return r,
         }
     }
-    let _ = engine;
+    let _ = (engine, ring);
     read_items_threads(file, items, depth, slots.size, done)
 }
 

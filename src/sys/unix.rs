@@ -263,21 +263,26 @@ pub(crate) fn advise(map: &Mmap, advice: Advice, range: Option<Range<usize>>) {
     };
 }
 
-/// Opens `path` for reading around the page cache, where the platform can: `O_DIRECT`
-/// on Linux (offsets, lengths and buffers aligned to [`DIRECT_ALIGN`]). `None` where it
-/// cannot (macOS, or a file system that refuses it, such as tmpfs).
+/// Opens `file` again for reading around the page cache, where the platform can:
+/// `O_DIRECT` on Linux (offsets, lengths and buffers aligned to [`DIRECT_ALIGN`]),
+/// through `/proc/self/fd`, so that it is the same file even if its name now points
+/// at another. `None` where it cannot (macOS, no `/proc`, or a file system that
+/// refuses it, such as tmpfs).
 #[cfg(target_os = "linux")]
-pub(crate) fn open_direct(path: &Path) -> Option<File> {
+pub(crate) fn open_direct(file: &File) -> Option<File> {
+    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
+    let again = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::DIRECT.bits() as i32)
-        .open(path)
-        .ok()
+        .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .ok()?;
+    let (a, b) = (file.metadata().ok()?, again.metadata().ok()?);
+    (a.dev() == b.dev() && a.ino() == b.ino()).then_some(again)
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn open_direct(_path: &Path) -> Option<File> {
+pub(crate) fn open_direct(_file: &File) -> Option<File> {
     None
 }
 

@@ -26,6 +26,25 @@ pub(crate) struct Unavailable;
 /// Most reads in flight: io_uring's submission queue is sized to the next power of two.
 const MAX_DEPTH: usize = 4096;
 
+/// A ring kept between streams ([`super::Streamer`]), with the depth it was made for.
+pub(crate) struct Ring {
+    ring: IoUring,
+    depth: usize,
+}
+
+impl Ring {
+    /// A ring for `depth` reads in flight, its kernel workers as many.
+    fn new(depth: usize) -> Result<Ring, Unavailable> {
+        let ring = IoUring::new(depth.next_power_of_two() as u32).map_err(|_| Unavailable)?;
+        // Buffered reads of uncached data run on the kernel's io-wq workers, of which
+        // it allows four per CPU unless told otherwise: as many as reads in flight.
+        let _ = ring
+            .submitter()
+            .register_iowq_max_workers(&mut [depth as u32, 0]);
+        Ok(Ring { ring, depth })
+    }
+}
+
 /// A read in flight: which of the items, in which slot, and its bytes so far.
 #[derive(Debug, Clone, Copy)]
 struct Flight {
@@ -41,15 +60,18 @@ pub(crate) fn read_stream(
     reads: &mut [Item<'_, '_>],
     depth: usize,
     slots: &mut Slots,
+    kept: &mut Option<Ring>,
     done: &mut (dyn FnMut(usize, &[u8]) + Send),
 ) -> Result<io::Result<()>, Unavailable> {
-    let depth = depth.clamp(1, MAX_DEPTH).min(reads.len().max(1));
-    let mut ring = IoUring::new(depth.next_power_of_two() as u32).map_err(|_| Unavailable)?;
-    // Buffered reads of uncached data run on the kernel's io-wq workers, of which it
-    // allows four per CPU unless told otherwise: as many as reads in flight.
-    let _ = ring
-        .submitter()
-        .register_iowq_max_workers(&mut [depth as u32, 0]);
+    let asked = depth.clamp(1, MAX_DEPTH);
+    // A kept ring serves any depth up to its own (with fewer reads in flight).
+    if kept.as_ref().is_none_or(|r| r.depth < asked) {
+        *kept = Some(Ring::new(asked)?);
+    }
+    let Some(Ring { ring, .. }) = kept.as_mut() else {
+        return Err(Unavailable);
+    };
+    let depth = asked.min(reads.len().max(1));
     let (cached, direct) = (
         types::Fd(file.cached.as_raw_fd()),
         file.direct.map(|d| types::Fd(d.as_raw_fd())),
@@ -138,7 +160,7 @@ pub(crate) fn read_stream(
         }
         if !finished.is_empty() {
             // The new reads first, then the copies, while they are in flight.
-            if let Err(e) = submit(&mut ring, 0) {
+            if let Err(e) = submit(ring, 0) {
                 failed.get_or_insert(e);
             }
             for f in finished.drain(..) {
@@ -156,7 +178,7 @@ pub(crate) fn read_stream(
                 None => Err(io::Error::other("io_uring: reads left unsubmitted")),
             });
         }
-        if let Err(e) = submit(&mut ring, 1) {
+        if let Err(e) = submit(ring, 1) {
             // Reads are in flight into the callers' buffers and the kernel will not
             // say when they end: returning would let it write into freed memory.
             eprintln!("rastore: io_uring stopped answering with reads in flight: {e}");

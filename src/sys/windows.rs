@@ -243,7 +243,7 @@ pub(crate) fn advise(map: &Mmap, advice: Advice, range: Option<Range<usize>>) {
 }
 
 /// Reads around the cache (`FILE_FLAG_NO_BUFFERING`) are not used: buffered reads.
-pub(crate) fn open_direct(_path: &Path) -> Option<File> {
+pub(crate) fn open_direct(_file: &File) -> Option<File> {
     None
 }
 
