@@ -872,8 +872,7 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                     hybrid(Engine::Uring, 64),
                 ),
                 (
-                    "the same, a new reader for each batch (nothing kept between batches)"
-                        .into(),
+                    "the same, a new reader for each batch (nothing kept between batches)".into(),
                     Way::Fresh(GatherOptions::default()),
                 ),
                 (

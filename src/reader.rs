@@ -12,10 +12,12 @@ use crate::header::{Encoding, Header};
 use crate::read::{open_len, read_header_live, read_plain};
 use crate::selection::{self, Run, Stride};
 
-/// Runs of a selection at most this far apart are read as one: a request costs
-/// about as much as reading that many more bytes (45 KiB on the disk measured in
-/// docs/BIGDATA.md).
-const SELECTION_GAP: u64 = 64 << 10;
+/// Runs of a selection at most this far apart are read as one. With 64 reads in
+/// flight, a read costs the device about what 16-25 KiB more of a read cost (1/IOPS
+/// times bandwidth: 15 µs at 1.5 GB/s on the disk of docs/PERFORMANCE.md); merging
+/// across 64 KiB, what it cost with 8 in flight, read sorted batches of 16 KiB
+/// samples 10% slower.
+const SELECTION_GAP: u64 = 16 << 10;
 
 /// The longest read of a selection: longer runs are cut into reads of this many bytes
 /// (the scan's slab), several in flight.
@@ -176,7 +178,7 @@ impl DataReader {
     /// fastest), one after another in `out` (of exactly their length), each as native
     /// column-major bytes. Every selection is checked before anything is read. From
     /// plain data only the byte runs that hold them are read, all the batch's at once:
-    /// sorted by where they lie, merged where they overlap, touch or lie at most 64 KiB
+    /// sorted by where they lie, merged where they overlap, touch or lie at most 16 KiB
     /// apart, long ones cut at 8 MiB, and kept in flight 64 at a time (io_uring on
     /// Linux, threads elsewhere), what the page cache holds from it and the rest around
     /// it ([`read_many_into_with`](Self::read_many_into_with) says otherwise). This is

@@ -4,16 +4,20 @@ benchmark makes it), cold, against the device's floor in the same run.
 
     .venv/bin/python3 python/benches/gather_peers.py /work/big/big.ra [runs]
     .venv/bin/python3 python/benches/gather_peers.py --warm /work/big/warm.ra [runs]
+    .venv/bin/python3 python/benches/gather_peers.py --fast /work/big/big.ra [runs]
 
 Each batch is ``x[:, j:j+w, ks]``: a random ``j`` per batch and ``BATCH`` random frames
 ``ks`` (sorted within the batch, or not): blocks of 4 KiB (w=1), 16 KiB (w=4) and
 1 MiB (w=256), each one contiguous run of the file. The ways:
 - ``fio --rw=randread --ioengine=libaio --iodepth=32 --direct=1``: the device (floor);
+- fio replaying the blocks the gather reads (a sample starts 72 bytes past a block, so
+  it takes one block more), batch by batch, at queue depth 64;
 - ``np.memmap`` of the data, fancy-indexed;
 - ``rastore.open`` (the mapping), with and without ``advice="random"``;
 - ``os.pread`` of each block from 32 Python threads;
 - ``rastore.Array`` integer-array indexing: one gather per batch.
 
+``--fast`` leaves out the mappings and ``np.memmap`` (minutes at 4 KiB).
 ``--warm``: the file (which must fit in memory) is read into the page cache first, and
 the gather is compared with NumPy's fancy indexing of the same array in memory. Cold
 runs drop the page cache first (root only; it says when it cannot). Prints samples/s,
@@ -24,6 +28,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -79,7 +84,39 @@ def fio(path, block, n):
     return float(out.stdout.split(";")[7])
 
 
-def cold_cases(path, runs):
+def fio_replay(path, reads):
+    """fio's IOPS replaying ``reads`` ((offset, length), aligned to 4 KiB) in order from
+    a version 2 iolog, at queue depth 64, direct: the device doing exactly the reads a
+    gather asks of it."""
+    lines = ["fio version 2 iolog", f"{path} add", f"{path} open"]
+    lines += [f"{path} read {at} {n}" for at, n in reads]
+    lines.append(f"{path} close")
+    with tempfile.NamedTemporaryFile("w", suffix=".iolog") as log:
+        log.write("\n".join(lines) + "\n")
+        log.flush()
+        out = subprocess.run(
+            ["fio", "--name=replay", f"--read_iolog={log.name}", "--replay_no_stall=1",
+             "--direct=1", "--ioengine=libaio", "--iodepth=64", "--output-format=terse",
+             "--terse-version=3"],
+            check=True, capture_output=True, text=True,
+        )
+    return float(out.stdout.split(";")[7])
+
+
+def blocks(picked, w, offset):
+    """Each sample's blocks, sorted within its batch as a gather reads them."""
+    out = []
+    for j, ks in picked:
+        spans = []
+        for k in ks:
+            at = offset + 4 * 1024 * (j + 1024 * int(k))
+            start = at // 4096 * 4096
+            spans.append((start, -(-(at + 4096 * w) // 4096) * 4096 - start))
+        out += sorted(spans)
+    return out
+
+
+def cold_cases(path, runs, fast):
     h = rastore.info(path)
     dims = h["dims"]
     frames = dims[2]
@@ -119,14 +156,20 @@ def cold_cases(path, runs):
                 for j, ks in picked:
                     x[:, j:j + w, ks]
 
+            spans = blocks(picked, w, offset)
             cases = [
                 ("fio randread libaio qd32 direct: its IOPS (floor)", lambda: fio(path, block, n)),
+                ("fio replaying the gather's own blocks, qd64 direct",
+                 lambda: fio_replay(path, spans)),
                 ("rastore.Array[:, j:j+w, ks] (a gather per batch)", gather),
                 ("os.pread from 32 Python threads", preads),
-                ("rastore.open, advice='random'", mapping("random")),
-                ("rastore.open", mapping()),
-                ("np.memmap fancy indexing", memmap),
             ]
+            if not fast:
+                cases += [
+                    ("rastore.open, advice='random'", mapping("random")),
+                    ("rastore.open", mapping()),
+                    ("np.memmap fancy indexing", memmap),
+                ]
             order = "sorted" if sorted_ else "unsorted"
             print(f"\n{n} samples of {what} ({order}), batches of {BATCH}, {runs} runs, cold")
             print("case\tsamples/s median (min-max)\tvs floor\tpeak RSS MiB")
@@ -179,7 +222,13 @@ if __name__ == "__main__":
     warm = args and args[0] == "--warm"
     if warm:
         args = args[1:]
+    fast = args and args[0] == "--fast"
+    if fast:
+        args = args[1:]
     runs = int(args[1]) if len(args) > 1 else 3
     if not warm and not drop_cache():
         print("cannot drop the page cache (not root?): the figures are NOT cold")
-    (warm_cases if warm else cold_cases)(args[0], runs)
+    if warm:
+        warm_cases(args[0], runs)
+    else:
+        cold_cases(args[0], runs, fast)

@@ -288,7 +288,15 @@ pub(crate) fn read_stream(
         let read = if rest.is_empty() {
             Ok(())
         } else {
-            read_items(file, &mut rest, engine, depth, &mut slots, &mut keep.ring, done)
+            read_items(
+                file,
+                &mut rest,
+                engine,
+                depth,
+                &mut slots,
+                &mut keep.ring,
+                done,
+            )
         };
         let copied = copied.map_or(Ok(()), |h| {
             h.join().unwrap_or_else(|_| {

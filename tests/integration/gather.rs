@@ -14,8 +14,8 @@ use rastore::{DataReader, ErrorKind, Stride, WriteOptions};
 use crate::common::tmp;
 use crate::s3_server::Server;
 
-/// A float32 volume of frames of 8 KiB ([32, 64, frames]): frames 8 apart are
-/// farther than a gather merges (64 KiB), neighbours closer. Low entropy, so that LZ4
+/// A float32 volume of frames of 8 KiB ([32, 64, frames]): frames 3 apart are
+/// farther than a gather merges (16 KiB), neighbours closer. Low entropy, so that LZ4
 /// makes it smaller and the compressed file is really compressed.
 fn volume(frames: usize) -> ArrayD<f32> {
     Array3::from_shape_fn((32, 64, frames).f(), |(i, j, k)| {
@@ -279,4 +279,78 @@ fn a_file_cut_short_under_the_reader_is_an_error_not_a_short_read() {
         );
         assert!(e.to_string().starts_with(&p.display().to_string()), "{e}");
     }
+}
+
+/// A reader reads the file it opened after its name is given to another file (as
+/// `ra edit` and every atomic write do): what it reads around the page cache comes
+/// from the same file as what it reads through the cache.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_reader_reads_the_file_it_opened_after_its_name_moves() {
+    use std::os::fd::AsRawFd;
+    let d = tmp();
+    let p = d.path().join("v.ra");
+    let a = volume(FRAMES as usize);
+    rastore::write(&p, &a).unwrap();
+    let r = DataReader::open(&p).unwrap();
+    let opened = std::fs::File::open(&p).unwrap();
+    let other = d.path().join("other.ra");
+    rastore::write(&other, &a.mapv(|x| -x - 1.0)).unwrap();
+    std::fs::rename(&other, &p).unwrap();
+    let _ = std::process::Command::new("sync").status();
+    // The opened file, out of the cache through a descriptor of it (its name is gone).
+    let by_fd = format!("/proc/{}/fd/{}", std::process::id(), opened.as_raw_fd());
+    evict(&[by_fd.into()]);
+    let sels: Vec<Vec<Stride>> = (0..FRAMES)
+        .map(|k| vec![Stride::all(32), Stride::new(3, 2, 20), Stride::new(k, 1, 1)])
+        .collect();
+    let want: Vec<u8> = sels.iter().flat_map(|s| expected(&a, s)).collect();
+    assert!(
+        !r.resident(&sels).unwrap(),
+        "the test reads around the cache"
+    );
+    let mut out = vec![0u8; want.len()];
+    r.read_many_into(&sels, &mut out).unwrap();
+    assert!(
+        out == want,
+        "the file the reader opened, not the one now at its name"
+    );
+}
+
+/// One reader gathers on several threads at once (a batch that finds the reader's
+/// ring and buffers in use makes its own), with every engine and depth, cold and warm.
+#[test]
+fn one_reader_gathers_on_several_threads_at_once() {
+    let d = tmp();
+    let p = d.path().join("v.ra");
+    let a = volume(FRAMES as usize);
+    rastore::write(&p, &a).unwrap();
+    let _ = std::process::Command::new("sync").status();
+    let r = DataReader::open(&p).unwrap();
+    let sels: Vec<Vec<Stride>> = (0..FRAMES)
+        .rev()
+        .map(|k| vec![Stride::all(32), Stride::new(3, 2, 20), Stride::new(k, 1, 1)])
+        .collect();
+    let want: Vec<u8> = sels.iter().flat_map(|s| expected(&a, s)).collect();
+    std::thread::scope(|s| {
+        let (r, sels, want, p) = (&r, &sels, &want, &p);
+        let workers: Vec<_> = (0..4)
+            .map(|t| {
+                s.spawn(move || {
+                    for round in 0..6 {
+                        if (t + round) % 3 == 0 {
+                            evict(std::slice::from_ref(p));
+                        }
+                        let mut out = vec![0u8; want.len()];
+                        let o = options(t as u8, round % 2 == 0, 8 + t * 8);
+                        r.read_many_into_with(sels, &mut out, &o).unwrap();
+                        assert!(out == *want, "thread {t}, round {round}");
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+    });
 }
