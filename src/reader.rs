@@ -183,7 +183,9 @@ impl DataReader {
     /// Linux, threads elsewhere), what the page cache holds from it and the rest around
     /// it ([`read_many_into_with`](Self::read_many_into_with) says otherwise). This is
     /// the way to read a shuffled batch of samples from a file larger than memory,
-    /// where a mapping would fault them in one read-ahead window at a time.
+    /// where a mapping would fault them in one read-ahead window at a time. The reader
+    /// keeps its io_uring ring and aligned buffers from one batch to the next (twice
+    /// the depth's reads, at most 64 MiB); dropping it frees them.
     ///
     /// ```no_run
     /// use rastore::Stride;

@@ -22,7 +22,7 @@
 //! | [`open_direct`]: reads around the page cache | `O_DIRECT` | none (buffered) | none (buffered) |
 //! | [`physical_memory`] | `sysinfo` | unknown | unknown |
 //! | [`write_back`] dirty pages behind a large write | `sync_file_range` | nothing | nothing (the lazy writer paces them) |
-//! | [`read_stream`]: many positioned reads at a queue depth | io_uring (`uring.rs`), else a pool of `pread` threads; the page cache tried first (`RWF_NOWAIT`), the rest `O_DIRECT` | the pool, buffered | the pool of `seek_read` threads, buffered |
+//! | [`read_stream`]: many positioned reads at a queue depth | io_uring (`uring.rs`), else a pool of `pread` threads; what the page cache holds (`cachestat`) copied from it, the rest `O_DIRECT` through a file opened again by `/proc/self/fd`; ring and buffers kept between batches | the pool, buffered | the pool of `seek_read` threads, buffered |
 //!
 //! Windows refuses to shrink, replace or delete a file that has a live mapping, in this
 //! process or another (`ERROR_USER_MAPPED_FILE`, 1224); every call here that can meet
