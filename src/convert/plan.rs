@@ -44,6 +44,33 @@ pub(crate) struct Piece {
     pub(crate) writes: Vec<Block>,
 }
 
+/// The progress of many arrays (a tree's, an archive's), copied one after another, as
+/// one count: each array's bytes after those of the arrays before it (the total grows
+/// as each array is reached), so that a bar runs once over them all, not once each.
+#[derive(Default)]
+pub(crate) struct Overall {
+    before: u64,
+}
+
+impl Overall {
+    /// [`copy`], its progress counted after the arrays copied before.
+    pub(crate) fn copy(
+        &mut self,
+        source: Box<dyn Source>,
+        sink: Box<dyn Sink>,
+        progress: Progress,
+    ) -> Result<Converted> {
+        let before = self.before;
+        let mut total = 0;
+        let done = copy(source, sink, &mut |d, t| {
+            total = t;
+            progress(before + d, before + t);
+        });
+        self.before += total;
+        done
+    }
+}
+
 /// Copies `source` into `sink` piece by piece (see the module), then closes the source
 /// and commits the sink; on an error the sink is dropped, and leaves nothing.
 pub fn copy(source: Box<dyn Source>, sink: Box<dyn Sink>, progress: Progress) -> Result<Converted> {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::local::{create_local, several};
 use super::open::{create, open, url_of};
 use super::options::{ConvertOptions, Format};
-use super::plan::copy;
+use super::plan::{copy, Overall};
 use super::{Converted, Source};
 use crate::error::{io_at, Error, ErrorKind, Result};
 use crate::layout::Progress;
@@ -96,10 +96,11 @@ fn npz_to_folder(
         std::fs::create_dir(out).map_err(io_at("create folder", out))?;
     }
     let mut result = Converted::default();
+    let mut overall = Overall::default();
     for ((_, m), o) in members.iter().zip(&outputs) {
         let source = super::npz::MemberSource::open(input, m, out)?;
         let sink = create_local(o, source.desc().clone(), options)?;
-        let done = copy(Box::new(source), sink, progress)?;
+        let done = overall.copy(Box::new(source), sink, progress)?;
         result.stored_raw |= done.stored_raw;
     }
     Ok(result)

@@ -228,3 +228,38 @@ fn a_dataset_in_object_storage_goes_both_ways() {
     assert!(server.object("sets/run/temp.ra").is_file());
     assert!(!server.object("sets/run/coils/c0.ra").exists());
 }
+
+/// A tree converted array by array reports its progress as one count: never going
+/// back, ending at all its arrays' bytes (one bar over the tree, not one per array),
+/// into a folder, a Zarr group and an `.npz`, and from an `.npz` into a folder.
+#[test]
+fn a_tree_converts_under_one_count_of_progress() {
+    let d = tmp();
+    let run = d.path().join("run");
+    std::fs::create_dir_all(run.join("coils")).unwrap();
+    variable(&run.join("temp.ra"), 6000);
+    variable(&run.join("lat.ra"), 2000);
+    variable(&run.join("coils/c0.ra"), 3000);
+    let all = 4 * (6000 + 2000 + 3000);
+    let check = |input: &std::path::Path, output: &std::path::Path, all: u64| {
+        let mut seen: Vec<(u64, u64)> = Vec::new();
+        rastore::convert::convert(input, output, &Default::default(), &mut |d, t| {
+            seen.push((d, t))
+        })
+        .unwrap();
+        assert!(
+            seen.windows(2)
+                .all(|w| w[1].0 >= w[0].0 && w[1].1 >= w[0].1),
+            "{}: {seen:?}",
+            output.display()
+        );
+        assert_eq!(seen.last(), Some(&(all, all)), "{}", output.display());
+    };
+    check(&run, &d.path().join("run.zarr"), all);
+    check(&run, &d.path().join("copy"), all);
+    check(&d.path().join("run.zarr"), &d.path().join("back"), all);
+    std::fs::remove_dir_all(run.join("coils")).unwrap();
+    let flat = 4 * (6000 + 2000);
+    check(&run, &d.path().join("run.npz"), flat);
+    check(&d.path().join("run.npz"), &d.path().join("unpacked"), flat);
+}

@@ -20,7 +20,7 @@ use yaml_rust2::yaml::Hash;
 use yaml_rust2::Yaml;
 
 use super::options::{ConvertOptions, Format};
-use super::plan::copy;
+use super::plan::{copy, Overall};
 use super::{Converted, Source};
 use crate::error::{io_at, Error, ErrorKind, Result};
 use crate::formats::npz::NpzWriter;
@@ -213,6 +213,7 @@ impl Tree {
             }
         }
         let mut result = Converted::default();
+        let mut overall = Overall::default();
         for (name, m) in &self.arrays {
             let source = open_member(m, options)?;
             let sink = if zarr {
@@ -222,7 +223,7 @@ impl Tree {
                 let path = top.join(format!("{name}.ra"));
                 super::local::create_local(&path, source.desc().clone(), options)?
             };
-            result.stored_raw |= copy(source, sink, progress)?.stored_raw;
+            result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
         }
         if zarr {
             self.write_groups(top)?;
@@ -255,11 +256,12 @@ impl Tree {
         crate::replace::build_file(output, options.placement(), |new| {
             let mut npz = NpzWriter::new(new.file(), output);
             let mut result = Converted::default();
+            let mut overall = Overall::default();
             for (name, m) in &self.arrays {
                 let source = open_member(m, options)?;
                 let (scratch, _gone) = super::npz::scratch(dir, "npy");
                 let sink = super::local::create_local(&scratch, source.desc().clone(), options)?;
-                result.stored_raw |= copy(source, sink, progress)?.stored_raw;
+                result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
                 let file = File::open(&scratch).map_err(io_at("open", &scratch))?;
                 let len = file.metadata().map_err(io_at("stat", &scratch))?.len();
                 npz.add(&format!("{name}.npy"), file, len)?;

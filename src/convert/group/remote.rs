@@ -16,7 +16,7 @@ use serde_json::Map;
 
 use super::{attributes_doc, attributes_map, open_member, xarray, Member, Node, Tree};
 use crate::convert::options::{is_zarr, ConvertOptions};
-use crate::convert::plan::copy;
+use crate::convert::plan::Overall;
 use crate::convert::Converted;
 use crate::dataset::ATTRIBUTES;
 use crate::error::{Error, ErrorKind, Result};
@@ -146,11 +146,12 @@ pub(super) fn upload_folder(
     let mut written: Vec<String> = Vec::new();
     let result = (|| {
         let mut result = Converted::default();
+        let mut overall = Overall::default();
         for (name, m) in &tree.arrays {
             let source = open_member(m, options)?;
             let to = format!("{base}/{name}.ra");
             let sink = crate::convert::create(Path::new(&to), source.desc().clone(), options)?;
-            result.stored_raw |= copy(source, sink, progress)?.stored_raw;
+            result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
             written.push(to);
         }
         for (g, attrs) in tree.groups.iter().filter(|(_, a)| !a.is_empty()) {
@@ -208,12 +209,13 @@ pub(super) fn upload_group(
     let result = (|| {
         let mut result = Converted::default();
         let mut docs = BTreeMap::new();
+        let mut overall = Overall::default();
         for (name, m) in &tree.arrays {
             let source = open_member(m, options)?;
             let to = at(name);
             let sink =
                 crate::convert::zarr::create(&to, source.desc().clone(), &xarray(options, m))?;
-            result.stored_raw |= copy(source, sink, progress)?.stored_raw;
+            result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
             docs.insert(name.clone(), group::read_doc(&to)?);
         }
         for (g, doc) in tree.group_docs(docs) {
