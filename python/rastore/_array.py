@@ -220,6 +220,29 @@ def _key(key, shape):
     return tuple(out)
 
 
+def _lands(out, shape, dtype):
+    """Whether a gather of whole frames can be read straight into ``out``: the
+    result's shape and type, Fortran order, writable."""
+    return (isinstance(out, np.ndarray) and out.shape == tuple(shape) and out.dtype == dtype
+            and out.flags.f_contiguous and out.flags.writeable)
+
+
+def _into(out, result):
+    """``result``, or ``out`` filled with it, as NumPy's ``take(..., out=out)`` fills
+    it: the same shape and type."""
+    if out is None:
+        return result
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
+    if out.shape != result.shape:
+        raise ValueError(
+            f"out has shape {out.shape}; the result has shape {result.shape}")
+    if out.dtype != result.dtype:
+        raise TypeError(f"out has dtype {out.dtype}; the array's is {result.dtype}")
+    np.copyto(out, result)
+    return out
+
+
 class Array:
     """``Array(path_or_url, storage_options=None)``: the array in a ``.ra`` (or
     ``.npy``) file or an ``s3://`` object, read only when indexed.
@@ -296,12 +319,16 @@ class Array:
             return self._gather(key)
         return self._open()[key]
 
-    def take(self, indices, axis=-1, mode="raise"):
+    def take(self, indices, axis=-1, out=None, mode="raise"):
         """NumPy's ``take``: the entries at ``indices`` (any shape, repeats allowed)
         along ``axis`` (``None``: of the array flattened in C order), in one batch of
         reads; ``mode`` is ``"raise"`` (an index out of range is an ``IndexError``
         before anything is read), ``"wrap"`` or ``"clip"``. The default axis is the
-        last: whole frames."""
+        last: whole frames. ``out``, an array of the result's shape, receives the
+        result and is returned: a data loader's buffer, made once. It has the result's
+        shape and the array's dtype, as NumPy's ``take`` wants. Whole frames into a
+        Fortran-ordered ``out`` are read straight into it; any other is filled from
+        the batch."""
         idx = _integers(indices)
         if idx is None:
             idx = np.asarray(operator.index(indices), dtype=np.int64)
@@ -324,12 +351,18 @@ class Array:
             if bad.any():
                 raise IndexError(f"index {int(idx[bad].flat[0])} is out of bounds for size {n}")
             flat = np.where(idx < 0, idx + n, idx).reshape(-1)
-            return self._gather_points(flat, idx.shape)
-        return self[(slice(None),) * axis + (idx,)]
+            return _into(out, self._gather_points(flat, idx.shape))
+        key = _key((slice(None),) * axis + (idx,), self._shape)
+        frames = axis == self.ndim - 1 and idx.ndim == 1
+        if out is not None and frames and _lands(out, self._shape[:-1] + idx.shape, self._dtype):
+            return self._gather(key, into=out)
+        return _into(out, self._gather(key))
 
-    def _gather(self, key):
+    def _gather(self, key, into=None):
         """``self[key]`` for a key with one integer array: one gather of a selection per
-        index, then NumPy's placement of the indexed axes."""
+        index, then NumPy's placement of the indexed axes. ``into``: whole frames (the
+        array on the last axis, slices on the others) are read into this
+        Fortran-ordered array of the result's shape and type, and it is returned."""
         ndim = len(self._shape)
         axis = next(a for a, k in enumerate(key) if isinstance(k, np.ndarray))
         idx = key[axis]
@@ -350,7 +383,11 @@ class Array:
         counts = [c for _, _, c in base]
         source = self._open()
         if flat.size and source.in_memory(base, axis, flat):
-            return source.array()[key]
+            return _into(into, source.array()[key])
+        if into is not None:
+            if into.size:
+                source.gather(base, axis, flat, into.T.reshape(-1).view(np.uint8))
+            return into
         buf = np.empty(counts + [flat.size], self._dtype, order="F")
         if buf.size:
             source.gather(base, axis, flat, buf.T.reshape(-1).view(np.uint8))

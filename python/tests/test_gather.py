@@ -3,7 +3,6 @@ on the same data, for every dtype, file encoding and index placement, locally an
 ``s3://``; indices out of range are refused before anything is read; worker processes
 gather shuffled batches from one file, as a data loader's do."""
 import concurrent.futures
-import os
 import pickle
 
 import numpy as np
@@ -46,16 +45,6 @@ KEYS = [
 ]
 
 
-def _evict(path):
-    """Drops ``path`` from the page cache (Linux), so that a gather reads it from the
-    device rather than copying a resident batch from the mapping."""
-    if hasattr(os, "posix_fadvise"):
-        fd = os.open(path, os.O_RDONLY)
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
-
-
 def _same(got, want):
     assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype)
     if want.dtype.names:
@@ -65,24 +54,91 @@ def _same(got, want):
         np.testing.assert_array_equal(got, want)
 
 
+def _gathers(monkeypatch):
+    """A list that grows by one for each gather a local ``Array`` makes (rather than
+    copying a resident batch from its mapping)."""
+    made = []
+    gather = rastore._array._Local.gather
+
+    def counted(self, *args):
+        made.append(args)
+        return gather(self, *args)
+
+    monkeypatch.setattr(rastore._array._Local, "gather", counted)
+    return made
+
+
+def _gathering(monkeypatch):
+    """Local ``Array``s gather every batch, resident or not (by default a batch the
+    page cache holds is NumPy indexing the mapping; evicting a small file does not
+    make it cold: opening it maps its first pages and reads the rest ahead)."""
+    monkeypatch.setattr(rastore._array._Local, "in_memory", lambda self, *args: False)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_take_and_array_indexing_equal_numpys_for_every_dtype(tmp_path, dtype):
-    a = _data(dtype)
+def test_take_and_array_indexing_equal_numpys_for_every_dtype(tmp_path, dtype, monkeypatch):
+    a = _data(dtype, shape=(32, 64, 7))
     p = tmp_path / "a.ra"
     rastore.write(p, a)
+    made = _gathers(monkeypatch)
     x = rastore.Array(p)
     for key in KEYS:
         _same(x[key], a[key])  # resident: copied from the mapping
-        _evict(p)
-        _same(x[key], a[key])  # read from the device
+    assert made == [], "a resident batch is indexed in memory"
+    _gathering(monkeypatch)
+    for key in KEYS:
+        _same(x[key], a[key])  # gathered
+    # Each key but the empty one, which reads nothing.
+    assert len(made) == len(KEYS) - 1
     for axis in (0, 1, 2, -1, -3):
-        _evict(p)
         _same(x.take([4, 0, 4, -2], axis=axis), a.take([4, 0, 4, -2], axis=axis))
     _same(x.take([[1, 2], [3, -1]]), a.take([[1, 2], [3, -1]], axis=-1))
     _same(x.take([7, -1, 0, 209], axis=None), a.take([7, -1, 0, 209]))
     _same(x.take(3, axis=1), a.take(3, axis=1))
     _same(x.take([9, -9], axis=0, mode="wrap"), a.take([9, -9], axis=0, mode="wrap"))
     _same(x.take([9, -9], axis=0, mode="clip"), a.take([9, -9], axis=0, mode="clip"))
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["resident", "gathered"])
+def test_take_into_out_fills_it_as_numpy_does(tmp_path, cached, monkeypatch):
+    a = _data("<f4")
+    p = tmp_path / "a.ra"
+    rastore.write(p, a)
+    x = rastore.Array(p)
+    idx = [4, 0, 4, -2]
+    if not cached:
+        _gathering(monkeypatch)
+
+    # Whole frames into a Fortran-ordered buffer: read straight into it.
+    out = np.full((6, 5, 4), -1, np.float32, order="F")
+    got = x.take(idx, out=out)
+    assert got is out
+    _same(out, a.take(idx, axis=-1))
+    # The same buffer again, for the next batch: a loader's buffer made once.
+    # Gathered, the bytes land in it, not in a buffer of the gather's own.
+    source = x._open()
+    landed = []
+    gather = source.gather
+    source.gather = lambda base, axis, flat, buf: (landed.append(buf), gather(base, axis, flat, buf))
+    x.take([1, 2, 3, 5], out=out)
+    _same(out, a.take([1, 2, 3, 5], axis=-1))
+    assert [np.shares_memory(b, out) for b in landed] == ([] if cached else [True])
+    # Any other layout or axis: filled from the batch, as np.take fills it.
+    c = np.zeros((6, 5, 4), np.float32)
+    assert x.take(idx, out=c) is c
+    _same(c, a.take(idx, axis=-1, out=np.zeros((6, 5, 4), np.float32)))
+    rows = np.zeros((2, 5, 7), np.float32)
+    assert x.take([5, -6], axis=0, out=rows) is rows
+    _same(rows, a.take([5, -6], axis=0))
+    flat = np.zeros(3, np.float32)
+    assert x.take([7, -1, 0], axis=None, out=flat) is flat
+    _same(flat, a.take([7, -1, 0]))
+    with pytest.raises(ValueError, match=r"out has shape \(6, 5, 3\); the result has shape \(6, 5, 4\)"):
+        x.take(idx, out=np.zeros((6, 5, 3), np.float32, order="F"))
+    with pytest.raises(TypeError, match="out has dtype float64; the array's is float32"):
+        x.take(idx, out=np.zeros((6, 5, 4), np.float64, order="F"))
+    with pytest.raises(TypeError, match="out must be a NumPy array"):
+        x.take(idx, out=[0] * 120)
 
 
 def test_every_encoding_gathers_the_same(tmp_path):
