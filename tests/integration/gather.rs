@@ -262,7 +262,14 @@ fn a_file_cut_short_under_the_reader_is_an_error_not_a_short_read() {
         .unwrap()
         .set_len((72 + 5 * frame) as u64)
         .unwrap();
-    for engine in [Engine::Uring, Engine::Threads] {
+    // Through the page cache too (`direct: false`), so that every read goes to the
+    // engine (cached data is otherwise copied from the cache).
+    for (engine, direct) in [
+        (Engine::Uring, true),
+        (Engine::Threads, true),
+        (Engine::Uring, false),
+        (Engine::Threads, false),
+    ] {
         let mut out = vec![0u8; 2 * frame];
         let sels = [
             vec![Stride::all(32), Stride::all(64), Stride::new(1, 1, 1)],
@@ -270,6 +277,7 @@ fn a_file_cut_short_under_the_reader_is_an_error_not_a_short_read() {
         ];
         let o = GatherOptions {
             engine,
+            direct,
             ..GatherOptions::default()
         };
         let e = r.read_many_into_with(&sels, &mut out, &o).unwrap_err();
@@ -278,6 +286,11 @@ fn a_file_cut_short_under_the_reader_is_an_error_not_a_short_read() {
             "{engine:?}: {e}"
         );
         assert!(e.to_string().starts_with(&p.display().to_string()), "{e}");
+        // The reader's ring and buffers, kept from the failed batch, serve the next.
+        let whole = [vec![Stride::all(32), Stride::all(64), Stride::new(0, 1, 4)]];
+        let mut four = vec![0u8; 4 * frame];
+        r.read_many_into_with(&whole, &mut four, &o).unwrap();
+        assert!(four == expected(&volume(8), &whole[0]), "{engine:?}");
     }
 }
 
