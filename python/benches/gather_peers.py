@@ -15,7 +15,8 @@ Each batch is ``x[:, j:j+w, ks]``: a random ``j`` per batch and ``BATCH`` random
 - ``np.memmap`` of the data, fancy-indexed;
 - ``rastore.open`` (the mapping), with and without ``advice="random"``;
 - ``os.pread`` of each block from 32 Python threads;
-- ``rastore.Array`` integer-array indexing: one gather per batch.
+- ``rastore.Array`` integer-array indexing: one gather per batch;
+- the same from 2 worker processes sharing the batches, as a data loader's workers do.
 
 ``--fast`` leaves out the mappings and ``np.memmap`` (minutes at 4 KiB).
 ``--warm``: the file (which must fit in memory) is read into the page cache first, and
@@ -36,6 +37,7 @@ import numpy as np
 import rastore
 
 BATCH = 500
+LOADER_WORKERS = 2
 
 
 def drop_cache():
@@ -116,12 +118,24 @@ def blocks(picked, w, offset):
     return out
 
 
+def _worker_batches(args):
+    """One data-loader worker's share: its batches, each one gather from its own
+    ``Array`` of the file."""
+    path, w, picked = args
+    x = rastore.Array(path)
+    for j, ks in picked:
+        x[:, j:j + w, ks]
+
+
 def cold_cases(path, runs, fast):
     h = rastore.info(path)
     dims = h["dims"]
     frames = dims[2]
     offset = h["data_offset"]
     fd = os.open(path, os.O_RDONLY)
+    # Started, and their imports done, before any timing.
+    workers = concurrent.futures.ProcessPoolExecutor(LOADER_WORKERS)
+    list(workers.map(abs, range(LOADER_WORKERS)))
     for w, n, what in [(1, 20000, "4 KiB"), (4, 20000, "16 KiB"), (256, 2000, "1 MiB")]:
         block = 4096 * w
         for sorted_ in (True, False):
@@ -156,12 +170,18 @@ def cold_cases(path, runs, fast):
                 for j, ks in picked:
                     x[:, j:j + w, ks]
 
+            def loader():
+                shares = [(path, w, picked[i::LOADER_WORKERS]) for i in range(LOADER_WORKERS)]
+                list(workers.map(_worker_batches, shares))
+
             spans = blocks(picked, w, offset)
             cases = [
                 ("fio randread libaio qd32 direct: its IOPS (floor)", lambda: fio(path, block, n)),
                 ("fio replaying the gather's own blocks, qd64 direct",
                  lambda: fio_replay(path, spans)),
                 ("rastore.Array[:, j:j+w, ks] (a gather per batch)", gather),
+                (f"the same from {LOADER_WORKERS} worker processes, batches shared (a data loader)",
+                 loader),
                 ("os.pread from 32 Python threads", preads),
             ]
             if not fast:
@@ -186,6 +206,7 @@ def cold_cases(path, runs, fast):
                 print(f"{name}\t{rate:,.0f} ({n / t[-1]:,.0f}-{n / t[0]:,.0f})\t"
                       f"{rate / floor:.2f}\t{rss}", flush=True)
             pool.shutdown()
+    workers.shutdown()
     os.close(fd)
 
 
