@@ -221,6 +221,10 @@ impl<'k> Slots<'k> {
         }
     }
 
+    /// Slot `slot`'s bytes. The memory grows (is made anew) only at a stream's first
+    /// use of a slot, before any read into a slot of that stream is in flight: a
+    /// stream's slots keep one size and count, and no read of an earlier stream is
+    /// left in flight when it returns.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn get(&mut self, slot: usize) -> &mut [u8] {
         let need = self.count * self.size + DIRECT_ALIGN;
