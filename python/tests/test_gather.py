@@ -3,7 +3,10 @@ on the same data, for every dtype, file encoding and index placement, locally an
 ``s3://``; indices out of range are refused before anything is read; worker processes
 gather shuffled batches from one file, as a data loader's do."""
 import concurrent.futures
+import multiprocessing
+import os
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -245,3 +248,55 @@ def test_the_pytorch_data_loader_recipe(tmp_path):
     order = [int(np.argmin([np.abs(a[..., k] - got[..., i]).sum() for k in range(200)])) for i in range(200)]
     assert sorted(order) == list(range(200)) and order != list(range(200))
     np.testing.assert_array_equal(got, a[..., order])
+
+
+def _evict_unmapped(path):
+    """Drops what the page cache holds of ``path`` and no process maps (Linux)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def _gather_rounds(x, a, rounds, path):
+    """``rounds`` cold gathers of shuffled frames from ``x``, each checked against
+    ``a``; the first frame that differs, or ``None``."""
+    rng = np.random.default_rng(os.getpid())
+    for _ in range(rounds):
+        _evict_unmapped(path)
+        ks = rng.integers(8, a.shape[2], 24)
+        got = x.take(ks)
+        if not np.array_equal(got, a.take(ks, axis=-1)):
+            return int(ks[0])
+    return None
+
+
+# What forked workers inherit (not pickled: an ``Array`` pickles as its location, and
+# a worker that unpickles it opens the file again).
+_INHERITED = []
+
+
+def _forked_rounds(_):
+    x, a, path = _INHERITED[0]
+    return _gather_rounds(x, a, 40, path)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux",
+                    reason="fork, and reads around the cache, are Linux's")
+def test_a_forked_worker_gathers_on_its_own_ring(tmp_path, monkeypatch):
+    """An ``Array`` that has gathered, inherited by forked workers (a data loader's
+    default on Linux), gathers right in each of them while the parent gathers too:
+    the reader's kept io_uring ring is its process's own, never shared."""
+    _gathering(monkeypatch)
+    a = np.asfortranarray(np.arange(64 * 64 * 96, dtype=np.float32).reshape(64, 64, 96))
+    p = tmp_path / "a.ra"
+    rastore.write(p, a)
+    x = rastore.Array(p)
+    assert _gather_rounds(x, a, 2, p) is None  # the parent's ring, made
+    _INHERITED[:] = [(x, a, p)]
+    fork = multiprocessing.get_context("fork")
+    with fork.Pool(2) as pool:
+        children = pool.map_async(_forked_rounds, [0, 1])
+        assert _gather_rounds(x, a, 40, p) is None
+        assert children.get(timeout=120) == [None, None]

@@ -27,9 +27,13 @@ pub(crate) struct Unavailable;
 const MAX_DEPTH: usize = 4096;
 
 /// A ring kept between streams ([`super::Streamer`]), with the depth it was made for.
+/// It belongs to the process that made it: a forked child inherits the ring's memory,
+/// shared with its parent, and one process's completions would reach the other
+/// (`pid` tells them apart; a child makes its own).
 pub(crate) struct Ring {
     ring: IoUring,
     depth: usize,
+    pid: u32,
 }
 
 impl Ring {
@@ -41,7 +45,11 @@ impl Ring {
         let _ = ring
             .submitter()
             .register_iowq_max_workers(&mut [depth as u32, 0]);
-        Ok(Ring { ring, depth })
+        Ok(Ring {
+            ring,
+            depth,
+            pid: std::process::id(),
+        })
     }
 }
 
@@ -64,8 +72,13 @@ pub(crate) fn read_stream(
     done: &mut (dyn FnMut(usize, &[u8]) + Send),
 ) -> Result<io::Result<()>, Unavailable> {
     let asked = depth.clamp(1, MAX_DEPTH);
-    // A kept ring serves any depth up to its own (with fewer reads in flight).
-    if kept.as_ref().is_none_or(|r| r.depth < asked) {
+    // A kept ring serves any depth up to its own (with fewer reads in flight), in the
+    // process that made it. Dropping a parent's ring in a child unmaps and closes
+    // only the child's copies.
+    if kept
+        .as_ref()
+        .is_none_or(|r| r.depth < asked || r.pid != std::process::id())
+    {
         *kept = Some(Ring::new(asked)?);
     }
     let Some(Ring { ring, .. }) = kept.as_mut() else {
