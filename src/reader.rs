@@ -185,7 +185,8 @@ impl DataReader {
     /// the way to read a shuffled batch of samples from a file larger than memory,
     /// where a mapping would fault them in one read-ahead window at a time. The reader
     /// keeps its io_uring ring and aligned buffers from one batch to the next (twice
-    /// the depth's reads, at most 64 MiB); dropping it frees them.
+    /// the depth's reads, at most 64 MiB; a forked child makes its own ring); dropping
+    /// it frees them.
     ///
     /// ```no_run
     /// use rastore::Stride;
