@@ -121,7 +121,7 @@ pub(crate) struct Target<'a> {
 /// batch of 500 scattered 16 KiB reads (docs/PERFORMANCE.md).
 #[derive(Default)]
 pub(crate) struct Kept {
-    direct: OnceLock<Option<File>>,
+    direct: OnceLock<File>,
     streamer: Mutex<sys::Streamer>,
 }
 
@@ -140,11 +140,17 @@ pub(crate) fn read_into(
     if last > target.len {
         return Err(truncated(target, last));
     }
-    let direct = if options.direct {
-        let kept = &target.kept.direct;
-        kept.get_or_init(|| sys::open_direct(target.file)).as_ref()
-    } else {
-        None
+    // Opened once and kept; a failure (a file system without direct reads, or no
+    // descriptor left) is tried again next batch. Not `get_or_init`: a fork while
+    // another thread is inside it would leave the child waiting for good.
+    let kept = &target.kept.direct;
+    let direct = match (options.direct, kept.get()) {
+        (false, _) => None,
+        (true, Some(f)) => Some(f),
+        (true, None) => sys::open_direct(target.file).and_then(|f| {
+            let _ = kept.set(f);
+            kept.get()
+        }),
     };
     // Scattered reads: the kernel reads exactly what is asked, no window ahead.
     sys::advise_file(target.file, FileAdvice::Random, 0..target.len);

@@ -184,9 +184,9 @@ impl DataReader {
     /// it ([`read_many_into_with`](Self::read_many_into_with) says otherwise). This is
     /// the way to read a shuffled batch of samples from a file larger than memory,
     /// where a mapping would fault them in one read-ahead window at a time. The reader
-    /// keeps its io_uring ring and aligned buffers from one batch to the next (twice
-    /// the depth's reads, at most 64 MiB; a forked child makes its own ring); dropping
-    /// it frees them.
+    /// keeps its io_uring ring, its file opened around the cache, and aligned buffers
+    /// up to 8 MiB (twice the depth's reads of up to 64 KiB) from one batch to the
+    /// next; a forked child makes its own ring, and dropping the reader frees them.
     ///
     /// ```no_run
     /// use rastore::Stride;

@@ -227,18 +227,23 @@ def _lands(out, shape, dtype):
             and out.flags.f_contiguous and out.flags.writeable)
 
 
+def _check_out(out, shape, dtype):
+    """Refuses an ``out`` that is not an array of ``shape`` and ``dtype``, as NumPy's
+    ``take`` refuses it."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
+    if out.shape != tuple(shape):
+        raise ValueError(f"out has shape {out.shape}; the result has shape {tuple(shape)}")
+    if out.dtype != dtype:
+        raise TypeError(f"out has dtype {out.dtype}; the array's is {dtype}")
+
+
 def _into(out, result):
     """``result``, or ``out`` filled with it, as NumPy's ``take(..., out=out)`` fills
     it: the same shape and type."""
     if out is None:
         return result
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
-    if out.shape != result.shape:
-        raise ValueError(
-            f"out has shape {out.shape}; the result has shape {result.shape}")
-    if out.dtype != result.dtype:
-        raise TypeError(f"out has dtype {out.dtype}; the array's is {result.dtype}")
+    _check_out(out, result.shape, result.dtype)
     np.copyto(out, result)
     return out
 
@@ -346,6 +351,11 @@ class Array:
             idx = np.clip(idx, 0, max(n - 1, 0))
         elif mode != "raise":
             raise ValueError(f"mode must be 'raise', 'wrap' or 'clip', not {mode!r}")
+        if out is not None:
+            # Checked before anything is read, as NumPy checks it.
+            shape = idx.shape if axis is None else (
+                self._shape[:axis] + idx.shape + self._shape[axis + 1:])
+            _check_out(out, shape, self._dtype)
         if axis is None:
             bad = (idx < -n) | (idx >= n)
             if bad.any():

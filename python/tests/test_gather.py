@@ -136,12 +136,17 @@ def test_take_into_out_fills_it_as_numpy_does(tmp_path, cached, monkeypatch):
     flat = np.zeros(3, np.float32)
     assert x.take([7, -1, 0], axis=None, out=flat) is flat
     _same(flat, a.take([7, -1, 0]))
+    # A wrong out is refused before anything is read, as NumPy refuses it.
+    landed.clear()
     with pytest.raises(ValueError, match=r"out has shape \(6, 5, 3\); the result has shape \(6, 5, 4\)"):
         x.take(idx, out=np.zeros((6, 5, 3), np.float32, order="F"))
     with pytest.raises(TypeError, match="out has dtype float64; the array's is float32"):
         x.take(idx, out=np.zeros((6, 5, 4), np.float64, order="F"))
     with pytest.raises(TypeError, match="out must be a NumPy array"):
         x.take(idx, out=[0] * 120)
+    with pytest.raises(ValueError, match=r"the result has shape \(6, 5, 2\)"):
+        x.take([1, 2], out=np.zeros((6, 5, 4), np.float32))
+    assert landed == []
 
 
 def test_every_encoding_gathers_the_same(tmp_path):

@@ -167,9 +167,13 @@ fn phase(file: &StreamFile<'_>, read: &StreamRead<'_>, cached: bool) -> Phase {
 /// Most bytes of buffers a stream holds for reads without a target.
 const SLOT_BYTES: usize = 64 << 20;
 
+/// Most bytes of those buffers a [`Streamer`] keeps between streams: the 128 slots of
+/// 16 KiB samples (2.5 MiB) are kept, the 63 of 1 MiB samples are not.
+const KEEP_BYTES: usize = 8 << 20;
+
 /// What a reader keeps from one [`read_stream`] to the next, so that a batch of a few
 /// hundred reads does not pay for its setup each time: the slots' memory (zeroed once,
-/// not once per batch: up to [`SLOT_BYTES`]) and, on Linux, the io_uring ring. A
+/// not once per batch: up to [`KEEP_BYTES`]) and, on Linux, the io_uring ring. A
 /// batch that finds it in use makes its own.
 #[derive(Default)]
 pub(crate) struct Streamer {
@@ -286,7 +290,7 @@ pub(crate) fn read_stream(
     );
     // The copies are the CPUs' work; the device's reads wait on it, mostly asleep.
     let copiers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|s| {
+    let result = std::thread::scope(|s| {
         let copied =
             (!copies.is_empty()).then(|| s.spawn(|| copy_cached(file, &mut copies, copiers)));
         let read = if rest.is_empty() {
@@ -310,7 +314,14 @@ pub(crate) fn read_stream(
             })
         });
         read.and(copied)
-    })
+    });
+    drop(slots);
+    // Large slots (reads of a MiB) are not worth keeping: zeroing them again is small
+    // beside a batch of such reads, and a reader keeps at most this much.
+    if keep.arena.len() > KEEP_BYTES {
+        keep.arena = Vec::new();
+    }
+    result
 }
 
 /// The reads of `items` through the engine: io_uring where it can, else threads.
