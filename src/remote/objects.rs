@@ -96,10 +96,18 @@ pub fn hidden(name: &str) -> bool {
 /// level: each one's name (`temp`, `coils/c0`) and URL, sorted; hidden keys are not
 /// part of it.
 pub fn variables(url: &str, options: &RemoteOptions) -> Result<Vec<(String, String)>> {
-    let base = url.trim_end_matches('/');
     let found = list_where(url, options, |n| !hidden(n) && n.ends_with(".ra"))?;
-    found
-        .into_iter()
+    variables_in(&found, url)
+}
+
+/// The variables among `listed` (a listing of the prefix `url`, hidden names left
+/// out), as [`variables`] gives them: for a caller that lists the prefix once for
+/// more than its variables.
+pub fn variables_in(listed: &[Listed], url: &str) -> Result<Vec<(String, String)>> {
+    let base = url.trim_end_matches('/');
+    listed
+        .iter()
+        .filter(|l| l.name.ends_with(".ra"))
         .map(|l| {
             check_name(&l.name, url)?;
             let stem = l.name.strip_suffix(".ra").unwrap_or(&l.name).to_string();

@@ -36,11 +36,12 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
     }
     let remote = options.remote_options();
     let base = url.trim_end_matches('/');
+    // One listing: the variables and the groups' attributes.
     let listed: Vec<Listed> = objects::list_where(&url, remote, |n| {
-        !objects::hidden(n) && n.ends_with(ATTRIBUTES)
+        !objects::hidden(n) && (n.ends_with(".ra") || n.ends_with(ATTRIBUTES))
     })?;
     let mut tree = Tree::new("a dataset folder", Map::new());
-    for (name, at) in objects::variables(&url, remote)? {
+    for (name, at) in objects::variables_in(&listed, &url)? {
         tree.add_variable(name, at.into());
     }
     for l in &listed {
@@ -88,9 +89,12 @@ fn zarr_tree(url: &str, options: &ConvertOptions) -> Result<Option<Tree>> {
             .into_iter()
             .map(|l| l.name)
             .collect();
-    // The documents of the member at `key` that were listed.
+    // The documents of the member at `key` that were listed: fetched where their
+    // contents count (`zarr.json`, `.zattrs`); v2's `.zarray` and `.zgroup` only say
+    // what the node is, which the listing already does.
     let node = |key: &str| {
         group::node_of(|name| match listed.contains(&format!("{key}/{name}")) {
+            true if matches!(name, ".zarray" | ".zgroup") => Ok(Some(serde_json::Value::Null)),
             true => json_at(&format!("{base}/{key}/{name}"), options),
             false => Ok(None),
         })
