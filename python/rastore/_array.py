@@ -206,25 +206,19 @@ def _key(key, shape):
         if isinstance(k, np.ndarray):
             # Two reductions, and the where only for negative indices: this runs for
             # every batch, cached ones too (docs/PYTHON.md).
-            if k.size and (k.min() < -n or k.max() >= n):
+            lo, hi = (k.min(), k.max()) if k.size else (0, 0)
+            if lo < -n or hi >= n:
                 bad = (k < -n) | (k >= n)
                 raise IndexError(
                     f"index {int(k[bad].flat[0])} is out of bounds for axis {axis} with size {n}"
                 )
-            if k.size and k.min() < 0:
+            if lo < 0:
                 out[axis] = np.where(k < 0, k + n, k)
         elif not isinstance(k, slice):
             if not -n <= k < n:
                 raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
             out[axis] = k + n if k < 0 else k
     return tuple(out)
-
-
-def _lands(out, shape, dtype):
-    """Whether a gather of whole frames can be read straight into ``out``: the
-    result's shape and type, Fortran order, writable."""
-    return (isinstance(out, np.ndarray) and out.shape == tuple(shape) and out.dtype == dtype
-            and out.flags.f_contiguous and out.flags.writeable)
 
 
 def _check_out(out, shape, dtype):
@@ -363,8 +357,10 @@ class Array:
             flat = np.where(idx < 0, idx + n, idx).reshape(-1)
             return _into(out, self._gather_points(flat, idx.shape))
         key = _key((slice(None),) * axis + (idx,), self._shape)
+        # Whole frames into a Fortran-ordered out (its shape and type checked above)
+        # are read straight into it.
         frames = axis == self.ndim - 1 and idx.ndim == 1
-        if out is not None and frames and _lands(out, self._shape[:-1] + idx.shape, self._dtype):
+        if out is not None and frames and out.flags.f_contiguous and out.flags.writeable:
             return self._gather(key, into=out)
         return _into(out, self._gather(key))
 
