@@ -739,19 +739,26 @@ fn samples(n: usize, width: u64, frames: u64, sorted: bool, mut seed: u64) -> Ve
 /// 4 KiB) of `path` at queue depth 32, `O_DIRECT` (its start and end, a few hundred
 /// milliseconds, left out).
 fn fio_iops(path: &str, block: u64, n: usize) -> f64 {
+    fio_terse(&[
+        "--name=floor".into(),
+        format!("--filename={path}"),
+        "--rw=randread".into(),
+        format!("--bs={block}"),
+        "--blockalign=4096".into(),
+        "--iodepth=32".into(),
+        format!("--io_size={}", block * n as u64),
+        "--norandommap".into(),
+        "--randrepeat=0".into(),
+    ])
+}
+
+/// fio's own read IOPS for a job of `args`, `O_DIRECT` through libaio.
+fn fio_terse(args: &[String]) -> f64 {
     let out = Command::new("fio")
+        .args(args)
         .args([
-            "--name=floor",
-            &format!("--filename={path}"),
-            "--rw=randread",
-            &format!("--bs={block}"),
-            "--blockalign=4096",
             "--direct=1",
             "--ioengine=libaio",
-            "--iodepth=32",
-            &format!("--io_size={}", block * n as u64),
-            "--norandommap",
-            "--randrepeat=0",
             "--output-format=terse",
             "--terse-version=3",
         ])
@@ -776,25 +783,14 @@ fn fio_replay_iops(path: &str, reads: &[(u64, u64)]) -> f64 {
     let _ = writeln!(log, "{path} close");
     let iolog = std::env::temp_dir().join(format!("rastore-gather-{}.iolog", std::process::id()));
     std::fs::write(&iolog, log).expect("write the iolog");
-    let out = Command::new("fio")
-        .args([
-            "--name=replay",
-            &format!("--read_iolog={}", iolog.display()),
-            "--replay_no_stall=1",
-            "--direct=1",
-            "--ioengine=libaio",
-            "--iodepth=64",
-            "--output-format=terse",
-            "--terse-version=3",
-        ])
-        .output()
-        .expect("fio (apt-get install fio)");
+    let iops = fio_terse(&[
+        "--name=replay".into(),
+        format!("--read_iolog={}", iolog.display()),
+        "--replay_no_stall=1".into(),
+        "--iodepth=64".into(),
+    ]);
     let _ = std::fs::remove_file(&iolog);
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.split(';')
-        .nth(7)
-        .and_then(|f| f.parse().ok())
-        .expect("fio's IOPS")
+    iops
 }
 
 /// One way a gather bench reads its samples: fio at a block size, or a gather from
@@ -926,11 +922,13 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                         Way::Replay => fio_replay_iops(&p, &blocks),
                         Way::Gather(options) | Way::Fresh(options) => {
                             let t = Instant::now();
-                            let mut r = rastore::DataReader::open(path).expect("open");
+                            let fresh = matches!(way, Way::Fresh(_));
+                            let mut reader = None;
                             for chunk in picked.chunks(batch) {
-                                if matches!(way, Way::Fresh(_)) {
-                                    r = rastore::DataReader::open(path).expect("open");
+                                if fresh || reader.is_none() {
+                                    reader = Some(rastore::DataReader::open(path).expect("open"));
                                 }
+                                let r = reader.as_ref().expect("opened");
                                 let sels: Vec<[Stride; 3]> = chunk
                                     .iter()
                                     .map(|&(j, k)| {

@@ -74,16 +74,21 @@ def timed(fn, runs, cold):
     return times
 
 
-def fio(path, block, n):
-    """fio's own IOPS (its start and end left out) for ``n`` reads of ``block``."""
+def fio_iops(*args):
+    """fio's own read IOPS (its start and end left out) for a job of ``args``."""
     out = subprocess.run(
-        ["fio", "--name=floor", f"--filename={path}", "--rw=randread", f"--bs={block}",
-         "--blockalign=4096", "--direct=1", "--ioengine=libaio", "--iodepth=32",
-         f"--io_size={block * n}", "--norandommap", "--randrepeat=0",
-         "--output-format=terse", "--terse-version=3"],
+        ["fio", *args, "--direct=1", "--ioengine=libaio", "--output-format=terse",
+         "--terse-version=3"],
         check=True, capture_output=True, text=True,
     )
     return float(out.stdout.split(";")[7])
+
+
+def fio(path, block, n):
+    """fio's IOPS for ``n`` random reads of ``block``, 32 in flight."""
+    return fio_iops("--name=floor", f"--filename={path}", "--rw=randread", f"--bs={block}",
+                    "--blockalign=4096", "--iodepth=32", f"--io_size={block * n}",
+                    "--norandommap", "--randrepeat=0")
 
 
 def fio_replay(path, reads):
@@ -96,13 +101,8 @@ def fio_replay(path, reads):
     with tempfile.NamedTemporaryFile("w", suffix=".iolog") as log:
         log.write("\n".join(lines) + "\n")
         log.flush()
-        out = subprocess.run(
-            ["fio", "--name=replay", f"--read_iolog={log.name}", "--replay_no_stall=1",
-             "--direct=1", "--ioengine=libaio", "--iodepth=64", "--output-format=terse",
-             "--terse-version=3"],
-            check=True, capture_output=True, text=True,
-        )
-    return float(out.stdout.split(";")[7])
+        return fio_iops("--name=replay", f"--read_iolog={log.name}", "--replay_no_stall=1",
+                        "--iodepth=64")
 
 
 def blocks(picked, w, offset):
