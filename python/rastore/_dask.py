@@ -12,11 +12,15 @@ is on disk or pending before the write runs; on a failure the hidden file is rem
 the upload aborted (see ``_Write`` for who notices which failure).
 """
 
+import asyncio
 import json
 import os
 import sys
+import threading
 import uuid
 import weakref
+from collections import Counter
+from contextlib import contextmanager
 
 import dask
 import dask.array as da
@@ -103,6 +107,11 @@ class _Write(Delayed):
       (a worker may still be creating the file after another block failed), then
       removes what it made. ``dask.compute(w)`` cannot wait so; after a block that
       failed upstream of the stores, call ``cleanup()``.
+
+    An upload is aborted only once none of its parts is in flight (``_Parts``): the
+    parts not yet begun are skipped, and those being sent are waited for. A part that
+    lands after its upload was aborted would stay on the server (S3 asks for the abort
+    to be repeated; s3s-fs keeps it for good).
     """
 
     __slots__ = ("_cleanup", "_first", "_last", "_prepare")
@@ -124,7 +133,7 @@ class _Write(Delayed):
 
     def cleanup(self):
         """Removes the hidden file, or aborts the upload, of a failed write."""
-        self._cleanup(None)
+        self._cleanup(None, _distributed_client(self, {}))
 
 
 def compute_writes(writes, **kwargs):
@@ -138,7 +147,7 @@ def compute_writes(writes, **kwargs):
             return dask.compute(*writes, **kwargs)
         except BaseException:
             for w in writes:
-                w._cleanup(None)
+                w._cleanup(None, None)
             raise
     from distributed import wait
 
@@ -155,7 +164,7 @@ def compute_writes(writes, **kwargs):
             if first is not None:
                 wait(first)
             ok = first is not None and first.status == "finished"
-            w._cleanup(first.result() if ok else None)
+            w._cleanup(first.result() if ok else None, client)
         raise
 
 
@@ -189,7 +198,7 @@ class _Janitor(Callback):
             if first not in dsk or write._last in state["finished"]:
                 continue
             if errored:
-                write._cleanup(state["cache"].get(first))
+                write._cleanup(state["cache"].get(first), None)
 
 
 def _distributed_client(collection, kwargs):
@@ -267,7 +276,7 @@ def _local(path, x, eltype, elbyte, dims, dtype, trailer, durable, split_links):
     ]
     job = dask.delayed(_name)(stored, tmp, path, durable, split_links, dask_key_name=last)
 
-    def cleanup(_first_result):
+    def cleanup(_first_result, _client):
         _remove(tmp)
 
     def prepare():
@@ -318,23 +327,65 @@ def _begin(plan, settings, first):
     return token
 
 
-# Uploads aborted after a failure: a part still in flight when its run failed (a
-# thread of the local scheduler goes on) aborts again once it lands, so that a server
-# that takes parts of an aborted upload is left with none.
-_aborted = set()
+class _Parts:
+    """The parts of each upload in flight in this process, by the upload's gate (a
+    name of its graph). A failed write stops its gate, then aborts the upload once no
+    part is in flight: a part begun after the stop is skipped. On ``distributed``,
+    every worker's gate is stopped (``_stop_on_worker``)."""
+
+    _changed = threading.Condition()
+    _sending = Counter()
+    _stopped = set()
+
+    @classmethod
+    @contextmanager
+    def sending(cls, gate):
+        with cls._changed:
+            if gate in cls._stopped:
+                raise RuntimeError("this part was not sent: its upload failed and is aborted")
+            cls._sending[gate] += 1
+        try:
+            yield
+        finally:
+            with cls._changed:
+                cls._sending[gate] -= 1
+                if not cls._sending[gate]:
+                    del cls._sending[gate]
+                cls._changed.notify_all()
+
+    @classmethod
+    def stopped(cls, gate):
+        with cls._changed:
+            return gate in cls._stopped
+
+    @classmethod
+    def stop(cls, gate, timeout=None):
+        """Stops the gate; whether no part is in flight any more (waits up to
+        ``timeout`` seconds, for ever if None)."""
+        with cls._changed:
+            cls._stopped.add(gate)
+            return cls._changed.wait_for(lambda: gate not in cls._sending, timeout)
 
 
-def _put(token, settings, part, block):
+async def _stop_on_worker(gate):
+    """``_Parts.stop`` on a ``distributed`` worker, run by ``client.run``: polls, so that
+    the worker's event loop goes on while its parts land."""
+    while not _Parts.stop(gate, timeout=0):
+        await asyncio.sleep(0.01)
+
+
+def _put(token, settings, part, block, gate):
     try:
-        data = _fortran_bytes(_native(np.asarray(block)))
-        etag = _rastore.fill_put(token, settings, part, data)
+        with _Parts.sending(gate):
+            data = _fortran_bytes(_native(np.asarray(block)))
+            return part, _rastore.fill_put(token, settings, part, data)
     except BaseException:
-        _aborted.add(token)
-        _rastore.fill_abort(token, settings)
+        # In this process, the other parts end first; another worker's may still land
+        # (``compute()`` stops every worker's before it aborts again).
+        if not _Parts.stopped(gate):
+            _Parts.stop(gate)
+            _rastore.fill_abort(token, settings)
         raise
-    if token in _aborted:
-        _rastore.fill_abort(token, settings)
-    return part, etag
 
 
 def _complete(token, settings, etags):
@@ -363,15 +414,18 @@ def _fill(url, x, eltype, elbyte, dims, trailer, storage_options, now):
     token = dask.delayed(_begin, pure=False)(plan, settings, first, dask_key_name=first)
     parts = x.rechunk(tuple(dims[:-1]) + (frames,)).to_delayed().reshape(-1)
     put = dask.delayed(_put, pure=False)
-    etags = [put(token, settings, part + 1, block) for part, block in enumerate(parts)]
+    etags = [put(token, settings, part + 1, block, key) for part, block in enumerate(parts)]
     job = dask.delayed(_complete)(token, settings, etags, dask_key_name=last)
 
-    def cleanup(started):
+    def cleanup(started, client):
         started = started or (plan if now else None)
         if started is None:
             _abort_on_begin.add(first)
             return
-        _aborted.add(started)
+        if client is None:
+            _Parts.stop(key)
+        else:
+            client.run(_stop_on_worker, key)
         _rastore.fill_abort(started, settings)
 
     return job, first, last, cleanup, (lambda: None)

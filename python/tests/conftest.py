@@ -1,6 +1,7 @@
 """Shared fixtures: the conformance folder, and the `ra` binary for cross-checks."""
 import os
 import pathlib
+import time
 
 import pytest
 
@@ -186,3 +187,11 @@ def fails_on_block_two(block, block_info=None):
     if block_info is not None and block_info[0]["chunk-location"][-1] == 2:
         raise ValueError("block 2 is bad")
     return block
+
+
+def fails_late_on_block_two(block, block_info=None):
+    """``fails_on_block_two`` after a pause, so that the blocks before it are being
+    uploaded when the run fails."""
+    if block_info is not None and block_info[0]["chunk-location"][-1] == 2:
+        time.sleep(0.15)
+    return fails_on_block_two(block, block_info)

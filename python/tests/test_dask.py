@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import rastore
-from conftest import fails_on_block_two
+from conftest import fails_late_on_block_two, fails_on_block_two
 
 if os.environ.get("CI"):
     import dask.array as da  # CI installs rastore[dask]: its absence is a failure there
@@ -289,7 +289,8 @@ def test_dask_on_s3_both_ways_on_the_cluster(s3, client):
 
 def test_a_failing_block_aborts_the_s3_upload(s3, client):
     o = s3.options
-    x = da.ones((512, 512, 40), chunks=(512, 512, 8), dtype="f4").map_blocks(fails_on_block_two, dtype="f4")
+    x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    x = x.map_blocks(fails_late_on_block_two, dtype="f4")
     with pytest.raises(ValueError, match="block 2 is bad"):
         rastore.write(s3.url("bad.ra"), x, storage_options=o)
     assert not s3.object("bad.ra").exists()
