@@ -19,6 +19,7 @@ class _Local:
     def __init__(self, path):
         self.path = path
         self.mapped = None
+        self.view = None
         self.decoded = None
         self.reader = None
         # Whether indices are read by gathers: a mapped .ra file (a .npy, or data
@@ -27,8 +28,9 @@ class _Local:
         try:
             mapped = MappedFile(path)
             # Mapping checks the header; making the array checks that the data can
-            # be used in place.
-            mapped.array
+            # be used in place. The array is kept: every batch found in the page
+            # cache is indexed from it.
+            self.view = mapped.array
             self.mapped = mapped
             self.gathers = mapped._npy_descr() is None
         except Error:
@@ -37,17 +39,16 @@ class _Local:
             pass
 
     def array(self):
-        if self.mapped is not None:
-            return self.mapped.array
+        if self.view is not None:
+            return self.view
         if self.decoded is None:
             self.decoded = read(self.path)
         return self.decoded
 
     def describe(self):
         """(shape, dtype)."""
-        if self.mapped is not None:
-            a = self.mapped.array
-            return a.shape, a.dtype
+        if self.view is not None:
+            return self.view.shape, self.view.dtype
         h = info(self.path)
         bits = h["flags"]["bits"]
         dtype = np.dtype("?") if bits else _numpy_dtype(h["eltype"], h["elbyte"], self.metadata())
