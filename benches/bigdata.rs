@@ -771,7 +771,19 @@ fn fio_terse(args: &[String]) -> f64 {
         .expect("fio's IOPS")
 }
 
-/// fio's IOPS replaying `reads` (offset, length; aligned to 4 KiB) of `path` in the
+/// What the offsets and lengths of `path`'s direct reads are multiples of, as rastore
+/// finds it (`statx`'s `STATX_DIOALIGN`, else 4 KiB).
+fn direct_align(path: &Path) -> u64 {
+    use rustix::fs::{statx, AtFlags, StatxFlags, CWD};
+    match statx(CWD, path, AtFlags::empty(), StatxFlags::DIOALIGN) {
+        Ok(st) if st.stx_dio_offset_align.is_power_of_two() && st.stx_dio_offset_align <= 4096 => {
+            u64::from(st.stx_dio_offset_align)
+        }
+        _ => 4096,
+    }
+}
+
+/// fio's IOPS replaying `reads` (offset, length; aligned as rastore reads them) of `path` in the
 /// order given, from a version 2 iolog, at queue depth 64, `O_DIRECT`: the device doing
 /// exactly the reads a gather asks of it.
 fn fio_replay_iops(path: &str, reads: &[(u64, u64)]) -> f64 {
@@ -831,6 +843,7 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
             let order = if sorted { "sorted" } else { "unsorted" };
             // Each sample's blocks (it starts 72 bytes past one), in the order a gather
             // reads them: sorted within each batch.
+            let align = direct_align(path);
             let blocks: Vec<(u64, u64)> = picked
                 .chunks(batch)
                 .flat_map(|chunk| {
@@ -838,8 +851,8 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                         .iter()
                         .map(|&(j, k)| {
                             let at = 72 + 4 * 1024 * (j + 1024 * k);
-                            let from = at / 4096 * 4096;
-                            (from, (at + bytes).div_ceil(4096) * 4096 - from)
+                            let from = at / align * align;
+                            (from, (at + bytes).div_ceil(align) * align - from)
                         })
                         .collect();
                     spans.sort_unstable();
@@ -847,7 +860,7 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                 })
                 .collect();
             // A sample starts 72 bytes (the header) past a block boundary: read around
-            // the cache, it takes one block more than its size.
+            // the cache, it takes one block (of `align` bytes) more than its size.
             let all = std::env::var_os("RASTORE_GATHER_ALL").is_some();
             let mut ways: Vec<(String, Way)> = vec![
                 (
@@ -855,9 +868,8 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                     Way::Fio(bytes),
                 ),
                 (
-                    "fio, the same at the sample's size + 4 KiB (a misaligned sample's blocks)"
-                        .into(),
-                    Way::Fio(bytes + 4096),
+                    format!("fio, the same at the sample's size + {align} B (a misaligned sample's blocks)"),
+                    Way::Fio(bytes + align),
                 ),
                 (
                     "fio replaying the gather's own blocks, batch by batch, qd64 direct".into(),

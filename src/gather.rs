@@ -121,7 +121,7 @@ pub(crate) struct Target<'a> {
 /// batch of 500 scattered 16 KiB reads (docs/PERFORMANCE.md).
 #[derive(Default)]
 pub(crate) struct Kept {
-    direct: OnceLock<File>,
+    direct: OnceLock<sys::Direct>,
     streamer: Mutex<sys::Streamer>,
 }
 

@@ -283,7 +283,7 @@ struct Source<'p> {
     /// The file as opened, for advice.
     file: File,
     /// The same file opened for direct reads, where asked and possible.
-    direct: Option<File>,
+    direct: Option<sys::Direct>,
     /// Where the scanned range starts.
     start: u64,
 }
@@ -310,7 +310,7 @@ impl<'p> Source<'p> {
     fn read(&self, range: Range<u64>, buf: &mut [u8]) -> Result<Range<usize>> {
         let at = self.start + range.start..self.start + range.end;
         match &self.direct {
-            Some(d) => read_slab(d, self.path, at, buf, true),
+            Some(d) => read_slab(&d.file, self.path, at, buf, true),
             None => read_slab(&self.file, self.path, at, buf, false),
         }
     }

@@ -103,7 +103,7 @@ pub(crate) struct StreamFile<'a> {
     /// memory speed, and any other around it, through an aligned buffer, at the
     /// device's speed, without filling the cache with scattered pages no one will
     /// read again.
-    pub(crate) direct: Option<&'a File>,
+    pub(crate) direct: Option<&'a Direct>,
     /// Its length: no direct read goes past its last whole block.
     pub(crate) len: u64,
 }
@@ -117,10 +117,10 @@ enum Phase {
     Buffered,
 }
 
-/// The bytes of `[offset, offset + len)` a direct read covers: from the block it
-/// starts in to the end of the block it ends in.
-fn aligned(offset: u64, len: usize) -> (u64, usize) {
-    let a = DIRECT_ALIGN as u64;
+/// The bytes of `[offset, offset + len)` a direct read covers: from the block of
+/// `align` bytes it starts in to the end of the one it ends in.
+fn aligned(offset: u64, len: usize, align: usize) -> (u64, usize) {
+    let a = align as u64;
     let from = offset / a * a;
     let to = (offset + len as u64).div_ceil(a) * a;
     (from, (to - from) as usize)
@@ -155,9 +155,12 @@ fn residency(file: &StreamFile<'_>, reads: &[StreamRead<'_>]) -> Vec<bool> {
 /// How a read is made: around the page cache when the stream can, it is not cached,
 /// and its blocks lie within the file; else through the cache.
 fn phase(file: &StreamFile<'_>, read: &StreamRead<'_>, cached: bool) -> Phase {
-    let (from, n) = aligned(read.offset, read.len);
-    let whole = file.len / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
-    if file.direct.is_some() && !cached && from + n as u64 <= whole {
+    let Some(direct) = file.direct else {
+        return Phase::Buffered;
+    };
+    let (from, n) = aligned(read.offset, read.len, direct.align);
+    let whole = file.len / direct.align as u64 * direct.align as u64;
+    if !cached && from + n as u64 <= whole {
         Phase::Direct
     } else {
         Phase::Buffered
@@ -210,7 +213,7 @@ impl<'k> Slots<'k> {
         arena: &'k mut Vec<u8>,
     ) -> Slots<'k> {
         let size = reads
-            .map(|r| aligned(r.offset, r.len).1)
+            .map(|r| aligned(r.offset, r.len, DIRECT_ALIGN).1)
             .max()
             .unwrap_or(0)
             .next_multiple_of(DIRECT_ALIGN);
@@ -439,8 +442,8 @@ fn read_one<'s>(
     let (offset, len) = (read.offset, read.len);
     let bytes: &[u8] = match (item.phase, file.direct) {
         (Phase::Direct, Some(direct)) => {
-            let (from, n) = aligned(offset, len);
-            imp::read_exact_at(direct, &mut slot[..n], from)?;
+            let (from, n) = aligned(offset, len, direct.align);
+            imp::read_exact_at(&direct.file, &mut slot[..n], from)?;
             let lead = (offset - from) as usize;
             &slot[lead..lead + len]
         }
@@ -464,5 +467,14 @@ fn read_one<'s>(
     }
 }
 
-/// The alignment of offsets, lengths and buffers for a file from [`open_direct`].
+/// The alignment of buffers for a file from [`open_direct`], and of offsets and
+/// lengths where its file system does not say a smaller one ([`Direct::align`]).
 pub(crate) const DIRECT_ALIGN: usize = 4096;
+
+/// A file opened around the page cache ([`open_direct`]).
+pub(crate) struct Direct {
+    pub(crate) file: File,
+    /// What its reads' offsets and lengths are multiples of: a power of two that
+    /// divides [`DIRECT_ALIGN`].
+    pub(crate) align: usize,
+}

@@ -12,7 +12,7 @@ use memmap2::Mmap;
 use rustix::fs::FallocateFlags;
 use rustix::io::Errno;
 
-use super::{Advice, FileAdvice, WriteBack};
+use super::{Advice, Direct, FileAdvice, WriteBack};
 
 /// Reads up to `buf.len()` bytes at `offset`, without moving the file's cursor.
 pub(crate) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -264,12 +264,13 @@ pub(crate) fn advise(map: &Mmap, advice: Advice, range: Option<Range<usize>>) {
 }
 
 /// Opens `file` again for reading around the page cache, where the platform can:
-/// `O_DIRECT` on Linux (offsets, lengths and buffers aligned to [`DIRECT_ALIGN`]),
-/// through `/proc/self/fd`, so that it is the same file even if its name now points
-/// at another. `None` where it cannot (macOS, no `/proc`, or a file system that
-/// refuses it, such as tmpfs).
+/// `O_DIRECT` on Linux, through `/proc/self/fd`, so that it is the same file even if
+/// its name now points at another. Its reads' offsets and lengths are aligned to what
+/// the file system asks (`statx`'s `STATX_DIOALIGN`, Linux 6.1: the device's logical
+/// block, often 512 bytes) or else to [`DIRECT_ALIGN`]. `None` where it cannot (macOS,
+/// no `/proc`, or a file system that refuses it, such as tmpfs).
 #[cfg(target_os = "linux")]
-pub(crate) fn open_direct(file: &File) -> Option<File> {
+pub(crate) fn open_direct(file: &File) -> Option<Direct> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let again = std::fs::OpenOptions::new()
@@ -278,11 +279,35 @@ pub(crate) fn open_direct(file: &File) -> Option<File> {
         .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
         .ok()?;
     let (a, b) = (file.metadata().ok()?, again.metadata().ok()?);
-    (a.dev() == b.dev() && a.ino() == b.ino()).then_some(again)
+    let align = direct_align(&again);
+    (a.dev() == b.dev() && a.ino() == b.ino()).then_some(Direct { file: again, align })
+}
+
+/// The alignment of a direct read's offset and length in `file`: the file system's,
+/// when it says and it divides [`DIRECT_ALIGN`] (to which buffers are aligned), else
+/// [`DIRECT_ALIGN`].
+#[cfg(target_os = "linux")]
+fn direct_align(file: &File) -> usize {
+    use super::DIRECT_ALIGN;
+    use rustix::fs::{statx, AtFlags, StatxFlags};
+    let Ok(st) = statx(file, "", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN) else {
+        return DIRECT_ALIGN;
+    };
+    let (offset, memory) = (
+        st.stx_dio_offset_align as usize,
+        st.stx_dio_mem_align as usize,
+    );
+    let said = StatxFlags::from_bits_retain(st.stx_mask).contains(StatxFlags::DIOALIGN);
+    let fits = |a: usize| a.is_power_of_two() && DIRECT_ALIGN % a == 0;
+    if said && fits(offset) && fits(memory) {
+        offset
+    } else {
+        DIRECT_ALIGN
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn open_direct(_file: &File) -> Option<File> {
+pub(crate) fn open_direct(_file: &File) -> Option<Direct> {
     None
 }
 

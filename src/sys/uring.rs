@@ -17,7 +17,7 @@ use std::os::fd::AsRawFd;
 
 use io_uring::{opcode, types, IoUring};
 
-use super::{aligned, Item, Phase, Slots, StreamFile};
+use super::{aligned, Item, Phase, Slots, StreamFile, DIRECT_ALIGN};
 
 /// io_uring cannot be used here (no such system call, or refused by a filter): the
 /// caller reads another way. Nothing was read.
@@ -87,8 +87,9 @@ pub(crate) fn read_stream(
     let depth = asked.min(reads.len().max(1));
     let (cached, direct) = (
         types::Fd(file.cached.as_raw_fd()),
-        file.direct.map(|d| types::Fd(d.as_raw_fd())),
+        file.direct.map(|d| types::Fd(d.file.as_raw_fd())),
     );
+    let align = file.direct.map_or(DIRECT_ALIGN, |d| d.align);
     let mut flights: Vec<Option<Flight>> = vec![None; depth];
     let mut ready: VecDeque<Flight> = (0..reads.len())
         .map(|read| Flight {
@@ -123,7 +124,7 @@ pub(crate) fn read_stream(
             }
             let (fd, at, buf): (types::Fd, u64, &mut [u8]) = match (this, f.slot) {
                 (Phase::Direct, Some(s)) => {
-                    let (from, n) = aligned(read.offset, read.len);
+                    let (from, n) = aligned(read.offset, read.len, align);
                     let Some(fd) = direct else {
                         failed = Some(io::Error::other("a direct read without a direct file"));
                         break;
@@ -177,7 +178,7 @@ pub(crate) fn read_stream(
                 failed.get_or_insert(e);
             }
             for f in finished.drain(..) {
-                finish(reads, &f, slots, done);
+                finish(reads, &f, slots, align, done);
                 if let Some(s) = f.slot {
                     slots.free.push(s);
                 }
@@ -209,7 +210,7 @@ pub(crate) fn read_stream(
             let (offset, len) = (reads[f.read].read.offset, reads[f.read].read.len);
             let need = match reads[f.read].phase {
                 Phase::Direct => {
-                    let (from, _) = aligned(offset, len);
+                    let (from, _) = aligned(offset, len, align);
                     (offset - from) as usize + len
                 }
                 _ => len,
@@ -263,6 +264,7 @@ fn finish(
     reads: &mut [Item<'_, '_>],
     f: &Flight,
     slots: &mut Slots,
+    align: usize,
     done: &mut (dyn FnMut(usize, &[u8]) + Send),
 ) {
     let item = &mut reads[f.read];
@@ -271,7 +273,7 @@ fn finish(
     };
     let read = &mut *item.read;
     let lead = match item.phase {
-        Phase::Direct => (read.offset - aligned(read.offset, read.len).0) as usize,
+        Phase::Direct => (read.offset - aligned(read.offset, read.len, align).0) as usize,
         Phase::Buffered => 0,
     };
     let bytes = &slots.get(s)[lead..lead + read.len];

@@ -28,7 +28,7 @@ use windows_sys::Win32::Storage::FileSystem::{
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
 
-use super::{Advice, FileAdvice, WriteBack};
+use super::{Advice, Direct, FileAdvice, WriteBack};
 
 /// Reads up to `buf.len()` bytes at `offset` (the file's cursor moves; rastore never
 /// reads a file through its cursor).
@@ -243,7 +243,7 @@ pub(crate) fn advise(map: &Mmap, advice: Advice, range: Option<Range<usize>>) {
 }
 
 /// Reads around the cache (`FILE_FLAG_NO_BUFFERING`) are not used: buffered reads.
-pub(crate) fn open_direct(_file: &File) -> Option<File> {
+pub(crate) fn open_direct(_file: &File) -> Option<Direct> {
     None
 }
 
