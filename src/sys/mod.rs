@@ -478,3 +478,40 @@ pub(crate) struct Direct {
     /// divides [`DIRECT_ALIGN`].
     pub(crate) align: usize,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_direct_read_covers_the_blocks_of_its_alignment() {
+        // A 16 KiB sample 72 bytes (a header) past a block.
+        assert_eq!(aligned(72, 16384, 512), (0, 16896));
+        assert_eq!(aligned(72, 16384, 4096), (0, 20480));
+        assert_eq!(aligned(4096 + 72, 4096, 512), (4096, 4608));
+        assert_eq!(aligned(1024, 512, 512), (1024, 512));
+    }
+
+    /// The alignment `open_direct` gives is one the file system takes: a read of one
+    /// such block, at an offset of that alignment only, gives the file's bytes.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_file_system_takes_direct_reads_at_the_alignment_it_says() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        let bytes: Vec<u8> = (0..65536u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &bytes).unwrap();
+        let f = File::open(&p).unwrap();
+        let Some(direct) = open_direct(&f) else {
+            // A file system without direct reads (tmpfs): nothing to check.
+            return;
+        };
+        let a = direct.align;
+        assert!(a.is_power_of_two() && DIRECT_ALIGN % a == 0, "{a}");
+        let mut buf = vec![0u8; 2 * DIRECT_ALIGN];
+        let at = buf.as_ptr().align_offset(DIRECT_ALIGN);
+        let block = &mut buf[at..at + a];
+        imp::read_exact_at(&direct.file, block, 3 * a as u64).unwrap();
+        assert_eq!(block, &bytes[3 * a..4 * a]);
+    }
+}
