@@ -10,8 +10,9 @@ Each batch is ``x[:, j:j+w, ks]``: a random ``j`` per batch and ``BATCH`` random
 ``ks`` (sorted within the batch, or not): blocks of 4 KiB (w=1), 16 KiB (w=4) and
 1 MiB (w=256), each one contiguous run of the file. The ways:
 - ``fio --rw=randread --ioengine=libaio --iodepth=32 --direct=1``: the device (floor);
-- fio replaying the blocks the gather reads (a sample starts 72 bytes past a block, so
-  it takes one block more), batch by batch, at queue depth 64;
+- fio replaying the blocks the gather reads (a sample starts 72 bytes past a block of
+  the file system's direct-read alignment, 512 bytes on ext4 over a 512-byte-sector
+  disk, so it takes one block more), batch by batch, at queue depth 64;
 - ``np.memmap`` of the data, fancy-indexed;
 - ``rastore.open`` (the mapping), with and without ``advice="random"``;
 - ``os.pread`` of each block from 32 Python threads;
@@ -91,8 +92,24 @@ def fio(path, block, n):
                     "--norandommap", "--randrepeat=0")
 
 
+def direct_align(path):
+    """What the offsets and lengths of ``path``'s direct reads are multiples of, as
+    rastore finds it: ``statx``'s ``STATX_DIOALIGN`` (Linux 6.1), else 4 KiB. By ctypes:
+    Python has no ``os.statx`` before 3.15."""
+    import ctypes
+    buf = ctypes.create_string_buffer(256)
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, statx_dioalign = -100, 0x2000
+    if libc.statx(at_fdcwd, os.fsencode(path), 0, statx_dioalign, buf) != 0:
+        return 4096
+    mask = int.from_bytes(buf.raw[0:4], "little")
+    align = int.from_bytes(buf.raw[156:160], "little")  # stx_dio_offset_align
+    ok = mask & statx_dioalign and align and 4096 % align == 0
+    return align if ok else 4096
+
+
 def fio_replay(path, reads):
-    """fio's IOPS replaying ``reads`` ((offset, length), aligned to 4 KiB) in order from
+    """fio's IOPS replaying ``reads`` ((offset, length), aligned as rastore reads) in order from
     a version 2 iolog, at queue depth 64, direct: the device doing exactly the reads a
     gather asks of it."""
     lines = ["fio version 2 iolog", f"{path} add", f"{path} open"]
@@ -105,15 +122,15 @@ def fio_replay(path, reads):
                         "--iodepth=64")
 
 
-def blocks(picked, w, offset):
+def blocks(picked, w, offset, align):
     """Each sample's blocks, sorted within its batch as a gather reads them."""
     out = []
     for j, ks in picked:
         spans = []
         for k in ks:
             at = offset + 4 * 1024 * (j + 1024 * int(k))
-            start = at // 4096 * 4096
-            spans.append((start, -(-(at + 4096 * w) // 4096) * 4096 - start))
+            start = at // align * align
+            spans.append((start, -(-(at + 4096 * w) // align) * align - start))
         out += sorted(spans)
     return out
 
@@ -132,6 +149,7 @@ def cold_cases(path, runs, fast):
     dims = h["dims"]
     frames = dims[2]
     offset = h["data_offset"]
+    align = direct_align(path)
     fd = os.open(path, os.O_RDONLY)
     # Started, and their imports done, before any timing.
     workers = concurrent.futures.ProcessPoolExecutor(LOADER_WORKERS)
@@ -174,7 +192,7 @@ def cold_cases(path, runs, fast):
                 shares = [(path, w, picked[i::LOADER_WORKERS]) for i in range(LOADER_WORKERS)]
                 list(workers.map(_worker_batches, shares))
 
-            spans = blocks(picked, w, offset)
+            spans = blocks(picked, w, offset, align)
             cases = [
                 ("fio randread libaio qd32 direct: its IOPS (floor)", lambda: fio(path, block, n)),
                 ("fio replaying the gather's own blocks, qd64 direct",
