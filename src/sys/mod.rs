@@ -19,7 +19,7 @@
 //! | [`try_lock`] for appending | `flock` (std's `File::try_lock`) | the same | `LockFileEx` of one byte at 2^62 |
 //! | [`advise`] a mapping | `madvise` | `madvise` | nothing |
 //! | [`advise_file`] a read | `posix_fadvise` | nothing | nothing |
-//! | [`open_direct`]: reads around the page cache | `O_DIRECT` | none (buffered) | none (buffered) |
+//! | [`open_direct`]: reads around the page cache | `O_DIRECT`, aligned as `statx` (`STATX_DIOALIGN`) says, else to 4 KiB | none (buffered) | none (buffered) |
 //! | [`physical_memory`] | `sysinfo` | unknown | unknown |
 //! | [`write_back`] dirty pages behind a large write | `sync_file_range` | nothing | nothing (the lazy writer paces them) |
 //! | [`read_stream`]: many positioned reads at a queue depth | io_uring (`uring.rs`), else a pool of `pread` threads; what the page cache holds (`cachestat`) copied from it, the rest `O_DIRECT` through a file opened again by `/proc/self/fd`; ring and buffers kept between batches | the pool, buffered | the pool of `seek_read` threads, buffered |
