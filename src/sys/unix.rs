@@ -298,7 +298,7 @@ fn direct_align(file: &File) -> usize {
         st.stx_dio_mem_align as usize,
     );
     let said = StatxFlags::from_bits_retain(st.stx_mask).contains(StatxFlags::DIOALIGN);
-    let fits = |a: usize| a.is_power_of_two() && DIRECT_ALIGN % a == 0;
+    let fits = |a: usize| a.is_power_of_two() && DIRECT_ALIGN.is_multiple_of(a);
     if said && fits(offset) && fits(memory) {
         offset
     } else {
