@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import uuid
+import warnings
 import weakref
 from collections import Counter
 from contextlib import contextmanager
@@ -108,10 +109,9 @@ class _Write(Delayed):
       removes what it made. ``dask.compute(w)`` cannot wait so; after a block that
       failed upstream of the stores, call ``cleanup()``.
 
-    An upload is aborted only once none of its parts is in flight (``_Parts``): the
-    parts not yet begun are skipped, and those being sent are waited for. A part that
-    lands after its upload was aborted would stay on the server (S3 asks for the abort
-    to be repeated; s3s-fs keeps it for good).
+    An upload is aborted once, when none of its parts is in flight (``_Uploads``):
+    the parts not yet begun are skipped, and those being sent are waited for. A
+    cleanup that fails while the run's error propagates is a warning, not the error.
     """
 
     __slots__ = ("_cleanup", "_first", "_last", "_prepare")
@@ -147,7 +147,7 @@ def compute_writes(writes, **kwargs):
             return dask.compute(*writes, **kwargs)
         except BaseException:
             for w in writes:
-                w._cleanup(None, None)
+                _clean(w, None, None)
             raise
     from distributed import wait
 
@@ -164,7 +164,7 @@ def compute_writes(writes, **kwargs):
             if first is not None:
                 wait(first)
             ok = first is not None and first.status == "finished"
-            w._cleanup(first.result() if ok else None, client)
+            _clean(w, first.result() if ok else None, client)
         raise
 
 
@@ -198,7 +198,16 @@ class _Janitor(Callback):
             if first not in dsk or write._last in state["finished"]:
                 continue
             if errored:
-                write._cleanup(state["cache"].get(first), None)
+                _clean(write, state["cache"].get(first), None)
+
+
+def _clean(write, started, client):
+    """Cleans up a failed write while the run's error propagates: a cleanup that fails
+    too is a warning, so that the error raised is the run's."""
+    try:
+        write._cleanup(started, client)
+    except Exception as e:
+        warnings.warn(f"a failed write was not cleaned up: {e}", RuntimeWarning, stacklevel=3)
 
 
 def _distributed_client(collection, kwargs):
@@ -311,41 +320,36 @@ def write(path, x, *, metadata=None, durable=False, split_links=False, storage_o
     return None
 
 
-# Uploads whose run failed while their first task was still beginning them (a thread
-# of the local scheduler goes on): the task aborts what it begun.
-_abort_on_begin = set()
+class _Uploads:
+    """What this process knows of each upload, by its gate (a name of its graph): the
+    parts it is sending, whether the gate is stopped (a part begun after is skipped),
+    the upload's token when this process began it, and whether it aborted it.
 
-
-def _begin(plan, settings, first):
-    """The first task of an upload: begins it (the plan gains its upload id), unless
-    the client began it already."""
-    if json.loads(plan)["upload_id"]:
-        return plan
-    token = _rastore.fill_start(plan, settings)
-    if first in _abort_on_begin:
-        _rastore.fill_abort(token, settings)
-    return token
-
-
-class _Parts:
-    """The parts of each upload in flight in this process, by the upload's gate (a
-    name of its graph). A failed write stops its gate, then aborts the upload once no
-    part is in flight: a part begun after the stop is skipped. On ``distributed``,
-    every worker's gate is stopped (``_stop_on_worker``)."""
+    A failed write stops the gate, waits until no part is in flight, then aborts the
+    upload once (a part skipped after the stop gives no ETag, and raises nothing, so
+    that the run's error is the one that failed it): a part that lands after its upload was aborted would stay on the
+    server (S3 asks for the abort to be repeated; s3s-fs keeps it for good). On
+    ``distributed`` every worker's gate is stopped (``_stop_on_worker``). Under Dask's
+    ``processes`` scheduler, the pool's processes are out of reach: a part they are
+    sending when the run fails may land after the abort."""
 
     _changed = threading.Condition()
     _sending = Counter()
     _stopped = set()
+    _begun = {}
+    _aborted = set()
 
     @classmethod
     @contextmanager
     def sending(cls, gate):
+        """Yields whether the part is to be sent (False once the gate is stopped)."""
         with cls._changed:
             if gate in cls._stopped:
-                raise RuntimeError("this part was not sent: its upload failed and is aborted")
+                yield False
+                return
             cls._sending[gate] += 1
         try:
-            yield
+            yield True
         finally:
             with cls._changed:
                 cls._sending[gate] -= 1
@@ -354,41 +358,97 @@ class _Parts:
                 cls._changed.notify_all()
 
     @classmethod
-    def stopped(cls, gate):
+    def begun(cls, gate, token):
+        """Records the upload this process began; whether its gate was stopped before
+        (then the caller aborts it: the cleanup did not know it)."""
         with cls._changed:
+            cls._begun[gate] = token
             return gate in cls._stopped
 
     @classmethod
     def stop(cls, gate, timeout=None):
         """Stops the gate; whether no part is in flight any more (waits up to
-        ``timeout`` seconds, for ever if None)."""
+        ``timeout`` seconds, for ever if None), and whether this call stopped it."""
         with cls._changed:
+            first = gate not in cls._stopped
             cls._stopped.add(gate)
-            return cls._changed.wait_for(lambda: gate not in cls._sending, timeout)
+            return cls._changed.wait_for(lambda: gate not in cls._sending, timeout), first
+
+    @classmethod
+    def report(cls, gate):
+        """(the token of the upload begun here or None, whether it was aborted here)."""
+        with cls._changed:
+            return cls._begun.get(gate), gate in cls._aborted
+
+    @classmethod
+    def abort(cls, gate, token, settings):
+        """Aborts the upload, unless this process did."""
+        with cls._changed:
+            if gate in cls._aborted:
+                return
+            cls._aborted.add(gate)
+        _rastore.fill_abort(token, settings)
 
 
 async def _stop_on_worker(gate):
-    """``_Parts.stop`` on a ``distributed`` worker, run by ``client.run``: polls, so that
-    the worker's event loop goes on while its parts land."""
-    while not _Parts.stop(gate, timeout=0):
+    """``_Uploads.stop`` then ``report`` on a ``distributed`` worker, run by
+    ``client.run``: polls, so that the worker's event loop goes on while its parts
+    land."""
+    while not _Uploads.stop(gate, timeout=0)[0]:
         await asyncio.sleep(0.01)
+    return _Uploads.report(gate)
+
+
+def _stop_everywhere(gate, client):
+    """Stops the gate here, or on every worker of ``client``, once no part is in
+    flight; (a token of the upload, whether it was aborted) from what they know."""
+    if client is None:
+        _Uploads.stop(gate)
+        return _Uploads.report(gate)
+    reports = list(client.run(_stop_on_worker, gate).values()) + [_Uploads.report(gate)]
+    token = next((t for t, _ in reports if t), None)
+    return token, any(aborted for _, aborted in reports)
+
+
+def _begin(plan, settings, gate):
+    """The first task of an upload: begins it (the plan gains its upload id), unless
+    the client began it already. If the write failed meanwhile, aborts what it began."""
+    if json.loads(plan)["upload_id"]:
+        return plan
+    token = _rastore.fill_start(plan, settings)
+    if _Uploads.begun(gate, token):
+        _Uploads.abort(gate, token, settings)
+    return token
 
 
 def _put(token, settings, part, block, gate):
     try:
-        with _Parts.sending(gate):
+        with _Uploads.sending(gate) as send:
+            if not send:
+                return part, None
             data = _fortran_bytes(_native(np.asarray(block)))
             return part, _rastore.fill_put(token, settings, part, data)
     except BaseException:
-        # In this process, the other parts end first; another worker's may still land
-        # (``compute()`` stops every worker's before it aborts again).
-        if not _Parts.stopped(gate):
-            _Parts.stop(gate)
-            _rastore.fill_abort(token, settings)
+        # The first part to fail in this process stops the upload everywhere it can
+        # reach, then aborts it; this part's error is the one raised.
+        if _Uploads.stop(gate, timeout=0)[1]:
+            try:
+                client = None
+                if _in_worker():
+                    from distributed import get_client
+
+                    client = get_client()
+                _, aborted = _stop_everywhere(gate, client)
+                if not aborted:
+                    _Uploads.abort(gate, token, settings)
+            except Exception:
+                pass  # another process aborted it first, or the cleanup will
         raise
 
 
 def _complete(token, settings, etags):
+    if any(etag is None for _, etag in etags):
+        raise RuntimeError("the upload was stopped by a failure of its write")
     _rastore.fill_complete(token, settings, [tuple(e) for e in etags])
 
 
@@ -405,27 +465,24 @@ def _fill(url, x, eltype, elbyte, dims, trailer, storage_options, now):
             _rastore.remote_write(url, settings, eltype, elbyte, dims, _fortran_bytes(a), trailer)
 
         job = dask.delayed(whole)(x, dask_key_name=last)
-        return job, first, last, (lambda _token: None), (lambda: None)
+        return job, first, last, (lambda _started, _client: None), (lambda: None)
     plan = _rastore.fill_plan(url, settings, eltype, elbyte, dims, trailer)
     frames = tuple(stop - start for _, start, stop in _rastore.fill_frames(plan))
     if now:
         # To be run at once: begun here, so that whatever fails, the client can abort.
         plan = _rastore.fill_start(plan, settings)
-    token = dask.delayed(_begin, pure=False)(plan, settings, first, dask_key_name=first)
+    token = dask.delayed(_begin, pure=False)(plan, settings, key, dask_key_name=first)
     parts = x.rechunk(tuple(dims[:-1]) + (frames,)).to_delayed().reshape(-1)
     put = dask.delayed(_put, pure=False)
     etags = [put(token, settings, part + 1, block, key) for part, block in enumerate(parts)]
     job = dask.delayed(_complete)(token, settings, etags, dask_key_name=last)
 
     def cleanup(started, client):
-        started = started or (plan if now else None)
-        if started is None:
-            _abort_on_begin.add(first)
-            return
-        if client is None:
-            _Parts.stop(key)
-        else:
-            client.run(_stop_on_worker, key)
-        _rastore.fill_abort(started, settings)
+        # No part is in flight once the gate is stopped everywhere; an upload begun
+        # after that is aborted by its first task.
+        token, aborted = _stop_everywhere(key, client)
+        started = started or token or (plan if now else None)
+        if started is not None and not aborted:
+            _Uploads.abort(key, started, settings)
 
     return job, first, last, cleanup, (lambda: None)

@@ -287,6 +287,67 @@ def test_dask_on_s3_both_ways_on_the_cluster(s3, client):
     assert s3.pending_uploads() == []
 
 
+def _doubles_block_two_late(block, block_info=None):
+    """Block 2 as float64 (so its parts have the wrong size and the upload refuses
+    them), after a pause that lets the blocks before it be sent."""
+    if block_info is not None and block_info[0]["chunk-location"][-1] == 2:
+        time.sleep(0.15)
+        return block.astype("f8")
+    return block
+
+
+def _no_cleanup_warnings(record):
+    return [str(w.message) for w in record if "not cleaned up" in str(w.message)]
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "distributed"])
+def test_a_part_refused_by_the_upload_aborts_it(s3, cluster, scheduler):
+    import distributed
+    import warnings
+
+    x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    x = x.map_blocks(_doubles_block_two_late, dtype="f4")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(rastore.Error, match="holds frames"):
+            if scheduler == "distributed":
+                with distributed.Client(cluster):
+                    rastore.write(s3.url("refused.ra"), x, storage_options=s3.options)
+            else:
+                rastore.write(s3.url("refused.ra"), x, storage_options=s3.options)
+    assert _no_cleanup_warnings(record) == []
+    assert not s3.object("refused.ra").exists()
+    assert s3.pending_uploads() == []
+
+
+def test_a_failing_block_aborts_the_s3_upload_without_distributed(s3):
+    import warnings
+
+    x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    x = x.map_blocks(fails_late_on_block_two, dtype="f4")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="block 2 is bad"):
+            rastore.write(s3.url("bad-local.ra"), x, storage_options=s3.options)
+    assert _no_cleanup_warnings(record) == [], "aborted once, by one cleanup"
+    assert not s3.object("bad-local.ra").exists()
+    assert s3.pending_uploads() == []
+
+
+def test_cleanup_aborts_an_upload_begun_on_a_worker(s3, client):
+    # dask.compute, not compute(): the client does not hold the write's first task,
+    # so the upload is begun on a worker, and only the worker knows its id.
+    w = rastore.write(s3.url("later.ra"), da.ones((1024, 1024, 48), chunks=(1024, 1024, 4),
+                                                   dtype="f4").map_blocks(fails_on_block_two,
+                                                                          dtype="f4"),
+                      storage_options=s3.options, compute=False)
+    with pytest.raises(ValueError, match="block 2 is bad"):
+        dask.compute(w)
+    w.cleanup()
+    assert not s3.object("later.ra").exists()
+    assert s3.pending_uploads() == []
+
+
 def test_a_failing_block_aborts_the_s3_upload(s3, client):
     o = s3.options
     x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")

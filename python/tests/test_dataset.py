@@ -337,6 +337,13 @@ def test_a_dataset_and_a_tree_in_object_storage(tmp_path, s3):
     with pytest.raises(ValueError, match="block 2 is bad"):
         rastore.write(s3.url("sets/bad/"), ds.assign(temp=failing), storage_options=o)
     assert not s3.object("sets/bad").exists() or not any(s3.object("sets/bad").rglob("*.ra"))
+    # The same beside an empty Dask variable (one upload of nothing, no parts).
+    empty = xr.DataArray(da.zeros((0, 3), chunks=(1, 3), dtype="f4"), dims=("e", "f"))
+    with pytest.raises(ValueError, match="block 2 is bad"):
+        rastore.write(s3.url("sets/bad/"), ds.assign(temp=failing, empty=empty),
+                      storage_options=o)
+    assert not s3.object("sets/bad").exists() or not any(s3.object("sets/bad").rglob("*.ra"))
+    assert s3.pending_uploads() == []
     # Replacing: the old dataset's variables the new one has not are gone.
     rastore.write(url, ds[["count"]], storage_options=o)
     assert not s3.object("sets/run/temp.ra").exists()
