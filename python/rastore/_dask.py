@@ -100,17 +100,17 @@ class _Write(Delayed):
     - under Dask's local schedulers (threads, processes, sync: ``dask.compute``'s
       default), a callback creates the hidden file when the run starts, before any
       task, and removes it when the run fails, whichever task failed; an upload's
-      first task begins it, and the callback aborts it (or has it abort itself, if it
-      lands after the failure: threads and sync);
+      first task begins it, and the callback aborts it;
     - under ``distributed``, the first task creates the file (begins the upload), and
-      a store that fails removes it (aborts). ``compute()`` (and so ``rastore.write``)
-      holds the first task too: when the run fails, it waits for that task to end
-      (a worker may still be creating the file after another block failed), then
-      removes what it made. ``dask.compute(w)`` cannot wait so; after a block that
-      failed upstream of the stores, call ``cleanup()``.
+      a store that fails removes it (a part that fails aborts the upload).
+      ``compute()`` (and so ``rastore.write``) holds the first task too: when the run
+      fails, it waits for that task to end (a worker may still be creating the file
+      after another block failed), then removes what it made, and aborts the upload.
+      ``dask.compute(w)`` cannot wait so; after a block that failed upstream of the
+      stores, call ``cleanup()``.
 
-    An upload is aborted once, when none of its parts is in flight (``_Uploads``):
-    the parts not yet begun are skipped, and those being sent are waited for. A
+    An upload is aborted once, when nothing of it is in flight (``_Uploads``): the
+    requests not yet made are not made, and those being made are waited for. A
     cleanup that fails while the run's error propagates is a warning, not the error.
     """
 
@@ -322,8 +322,9 @@ def write(path, x, *, metadata=None, durable=False, split_links=False, storage_o
 
 class _Uploads:
     """What this process knows of each upload, by its gate (a name of its graph): the
-    parts it is sending, whether the gate is stopped (a part begun after is skipped),
-    the upload's token when this process began it, and whether it aborted it.
+    requests it has in flight (the upload's beginning, its parts), whether the gate is
+    stopped (a request after that is not made), the upload's token when this process
+    began it, and whether it aborted it.
 
     A failed write stops the gate, waits until no part is in flight, then aborts the
     upload once (a part skipped after the stop gives no ETag, and raises nothing, so
@@ -359,11 +360,10 @@ class _Uploads:
 
     @classmethod
     def begun(cls, gate, token):
-        """Records the upload this process began; whether its gate was stopped before
-        (then the caller aborts it: the cleanup did not know it)."""
+        """Records the upload this process began (inside ``sending``, so that a stop
+        waits for it and then knows it)."""
         with cls._changed:
             cls._begun[gate] = token
-            return gate in cls._stopped
 
     @classmethod
     def stop(cls, gate, timeout=None):
@@ -412,12 +412,14 @@ def _stop_everywhere(gate, client):
 
 def _begin(plan, settings, gate):
     """The first task of an upload: begins it (the plan gains its upload id), unless
-    the client began it already. If the write failed meanwhile, aborts what it began."""
+    the client began it already, or the write failed before."""
     if json.loads(plan)["upload_id"]:
         return plan
-    token = _rastore.fill_start(plan, settings)
-    if _Uploads.begun(gate, token):
-        _Uploads.abort(gate, token, settings)
+    with _Uploads.sending(gate) as send:
+        if not send:
+            raise RuntimeError("the upload was not begun: its write had failed")
+        token = _rastore.fill_start(plan, settings)
+        _Uploads.begun(gate, token)
     return token
 
 
@@ -478,8 +480,8 @@ def _fill(url, x, eltype, elbyte, dims, trailer, storage_options, now):
     job = dask.delayed(_complete)(token, settings, etags, dask_key_name=last)
 
     def cleanup(started, client):
-        # No part is in flight once the gate is stopped everywhere; an upload begun
-        # after that is aborted by its first task.
+        # Nothing is in flight once the gate is stopped everywhere, and nothing is
+        # begun after.
         token, aborted = _stop_everywhere(key, client)
         started = started or token or (plan if now else None)
         if started is not None and not aborted:
