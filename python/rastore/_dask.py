@@ -149,7 +149,7 @@ def compute_writes(writes, **kwargs):
             for w in writes:
                 _clean(w, None, None)
             raise
-    from distributed import wait
+    from distributed import as_completed, wait
 
     kwargs = {k: v for k, v in kwargs.items() if k != "scheduler"}
     firsts = [w._first_task() for w in writes]
@@ -157,10 +157,19 @@ def compute_writes(writes, **kwargs):
     futures = client.compute(list(writes) + held, **kwargs)
     done, started = futures[:len(writes)], iter(futures[len(writes):])
     try:
+        # The first write to fail ends the run, however long the others would take.
+        for f in as_completed(done):
+            if f.status != "finished":
+                f.result()
         return [f.result() for f in done]
     except BaseException:
-        for w, f in zip(writes, firsts):
+        # Nothing more is computed; what is running ends, and is waited for.
+        finished = [d.status == "finished" for d in done]
+        client.cancel(done)
+        for w, f, ok in zip(writes, firsts, finished):
             first = None if f is None else next(started)
+            if ok:
+                continue
             if first is not None:
                 wait(first)
             ok = first is not None and first.status == "finished"
@@ -322,33 +331,36 @@ def write(path, x, *, metadata=None, durable=False, split_links=False, storage_o
 
 class _Uploads:
     """What this process knows of each upload, by its gate (a name of its graph): the
-    requests it has in flight (the upload's beginning, its parts), whether the gate is
-    stopped (a request after that is not made), the upload's token when this process
-    began it, and whether it aborted it.
+    requests it has in flight (the upload's beginning, its parts), whether the gate
+    is stopped (no request is made after that), the upload's token when this process
+    began it, and whether the upload ended here (completed or aborted).
 
-    A failed write stops the gate, waits until no part is in flight, then aborts the
-    upload once (a part skipped after the stop gives no ETag, and raises nothing, so
-    that the run's error is the one that failed it): a part that lands after its upload was aborted would stay on the
-    server (S3 asks for the abort to be repeated; s3s-fs keeps it for good). On
-    ``distributed`` every worker's gate is stopped (``_stop_on_worker``). Under Dask's
-    ``processes`` scheduler, the pool's processes are out of reach: a part they are
-    sending when the run fails may land after the abort."""
+    A failed write stops the gate, waits until no request is in flight, then aborts
+    the upload once. A part that lands after its upload was aborted would stay on the
+    server (S3 asks for the abort to be repeated; s3s-fs keeps it for good). A part
+    skipped after the stop gives no ETag and raises nothing: the run's error is the
+    one raised. On ``distributed`` every worker's gate is stopped
+    (``_stop_on_worker``). Under Dask's ``processes`` scheduler the pool's processes
+    are out of reach: a part they are sending when the run fails may land after the
+    abort. A write that failed is not run again (its gate stays stopped)."""
 
     _changed = threading.Condition()
     _sending = Counter()
     _stopped = set()
     _begun = {}
-    _aborted = set()
+    _ended = set()
 
     @classmethod
     @contextmanager
     def sending(cls, gate):
-        """Yields whether the part is to be sent (False once the gate is stopped)."""
+        """Yields whether the request is to be made (False once the gate is stopped)."""
         with cls._changed:
-            if gate in cls._stopped:
-                yield False
-                return
-            cls._sending[gate] += 1
+            stopped = gate in cls._stopped
+            if not stopped:
+                cls._sending[gate] += 1
+        if stopped:
+            yield False
+            return
         try:
             yield True
         finally:
@@ -367,47 +379,61 @@ class _Uploads:
 
     @classmethod
     def stop(cls, gate, timeout=None):
-        """Stops the gate; whether no part is in flight any more (waits up to
-        ``timeout`` seconds, for ever if None), and whether this call stopped it."""
+        """Stops the gate; (whether no request is in flight any more, whether this call
+        stopped it). Waits up to ``timeout`` seconds; for ever if None, a second at a
+        time (a wait without a timeout cannot be interrupted on Windows)."""
+        def idle():
+            return gate not in cls._sending
+
         with cls._changed:
             first = gate not in cls._stopped
             cls._stopped.add(gate)
-            return cls._changed.wait_for(lambda: gate not in cls._sending, timeout), first
+            if timeout is not None:
+                return cls._changed.wait_for(idle, timeout), first
+            while not cls._changed.wait_for(idle, 1.0):
+                pass
+            return True, first
 
     @classmethod
     def report(cls, gate):
-        """(the token of the upload begun here or None, whether it was aborted here)."""
+        """(the token of the upload begun here or None, whether it ended here)."""
         with cls._changed:
-            return cls._begun.get(gate), gate in cls._aborted
+            return cls._begun.get(gate), gate in cls._ended
+
+    @classmethod
+    def end(cls, gate):
+        """Marks the upload ended here; whether it had not already."""
+        with cls._changed:
+            first = gate not in cls._ended
+            cls._ended.add(gate)
+            return first
 
     @classmethod
     def abort(cls, gate, token, settings):
-        """Aborts the upload, unless this process did."""
-        with cls._changed:
-            if gate in cls._aborted:
-                return
-            cls._aborted.add(gate)
-        _rastore.fill_abort(token, settings)
+        """Aborts the upload, unless it ended in this process."""
+        if cls.end(gate):
+            _rastore.fill_abort(token, settings)
 
 
 async def _stop_on_worker(gate):
     """``_Uploads.stop`` then ``report`` on a ``distributed`` worker, run by
-    ``client.run``: polls, so that the worker's event loop goes on while its parts
-    land."""
+    ``client.run``: polls, so that the worker's event loop goes on while its requests
+    end."""
     while not _Uploads.stop(gate, timeout=0)[0]:
         await asyncio.sleep(0.01)
     return _Uploads.report(gate)
 
 
 def _stop_everywhere(gate, client):
-    """Stops the gate here, or on every worker of ``client``, once no part is in
-    flight; (a token of the upload, whether it was aborted) from what they know."""
-    if client is None:
-        _Uploads.stop(gate)
-        return _Uploads.report(gate)
-    reports = list(client.run(_stop_on_worker, gate).values()) + [_Uploads.report(gate)]
+    """Stops the gate here and, with a ``distributed`` ``client``, on every worker,
+    once no request is in flight; (a token of the upload or None, whether it ended)
+    from what they know."""
+    _Uploads.stop(gate)
+    reports = [_Uploads.report(gate)]
+    if client is not None:
+        reports += list(client.run(_stop_on_worker, gate).values())
     token = next((t for t, _ in reports if t), None)
-    return token, any(aborted for _, aborted in reports)
+    return token, any(ended for _, ended in reports)
 
 
 def _begin(plan, settings, gate):
@@ -432,7 +458,8 @@ def _put(token, settings, part, block, gate):
             return part, _rastore.fill_put(token, settings, part, data)
     except BaseException:
         # The first part to fail in this process stops the upload everywhere it can
-        # reach, then aborts it; this part's error is the one raised.
+        # reach, then aborts it. This part's error is the one raised; a refused abort
+        # (another process aborted first) is a warning.
         if _Uploads.stop(gate, timeout=0)[1]:
             try:
                 client = None
@@ -440,18 +467,19 @@ def _put(token, settings, part, block, gate):
                     from distributed import get_client
 
                     client = get_client()
-                _, aborted = _stop_everywhere(gate, client)
-                if not aborted:
+                _, ended = _stop_everywhere(gate, client)
+                if not ended:
                     _Uploads.abort(gate, token, settings)
-            except Exception:
-                pass  # another process aborted it first, or the cleanup will
+            except Exception as e:
+                warnings.warn(f"a failed upload was not aborted: {e}", RuntimeWarning)
         raise
 
 
-def _complete(token, settings, etags):
+def _complete(token, settings, etags, gate):
     if any(etag is None for _, etag in etags):
         raise RuntimeError("the upload was stopped by a failure of its write")
     _rastore.fill_complete(token, settings, [tuple(e) for e in etags])
+    _Uploads.end(gate)
 
 
 def _fill(url, x, eltype, elbyte, dims, trailer, storage_options, now):
@@ -477,14 +505,14 @@ def _fill(url, x, eltype, elbyte, dims, trailer, storage_options, now):
     parts = x.rechunk(tuple(dims[:-1]) + (frames,)).to_delayed().reshape(-1)
     put = dask.delayed(_put, pure=False)
     etags = [put(token, settings, part + 1, block, key) for part, block in enumerate(parts)]
-    job = dask.delayed(_complete)(token, settings, etags, dask_key_name=last)
+    job = dask.delayed(_complete)(token, settings, etags, key, dask_key_name=last)
 
     def cleanup(started, client):
         # Nothing is in flight once the gate is stopped everywhere, and nothing is
         # begun after.
-        token, aborted = _stop_everywhere(key, client)
-        started = started or token or (plan if now else None)
-        if started is not None and not aborted:
+        begun, ended = _stop_everywhere(key, client)
+        started = started or begun or (plan if now else None)
+        if started is not None and not ended:
             _Uploads.abort(key, started, settings)
 
     return job, first, last, cleanup, (lambda: None)

@@ -5,6 +5,7 @@ import pickle
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -301,28 +302,28 @@ def _no_cleanup_warnings(record):
 
 
 @pytest.mark.parametrize("scheduler", ["threads", "distributed"])
-def test_a_part_refused_by_the_upload_aborts_it(s3, cluster, scheduler):
-    import distributed
-    import warnings
+def test_a_part_refused_by_the_upload_aborts_it(s3, request, scheduler):
+    import contextlib
 
+    import distributed
+
+    before = set(s3.pending_uploads())
     x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
     x = x.map_blocks(_doubles_block_two_late, dtype="f4")
-    with warnings.catch_warnings(record=True) as record:
+    on = contextlib.nullcontext()
+    if scheduler == "distributed":
+        on = distributed.Client(request.getfixturevalue("cluster"))
+    with warnings.catch_warnings(record=True) as record, on:
         warnings.simplefilter("always")
         with pytest.raises(rastore.Error, match="holds frames"):
-            if scheduler == "distributed":
-                with distributed.Client(cluster):
-                    rastore.write(s3.url("refused.ra"), x, storage_options=s3.options)
-            else:
-                rastore.write(s3.url("refused.ra"), x, storage_options=s3.options)
+            rastore.write(s3.url("refused.ra"), x, storage_options=s3.options)
     assert _no_cleanup_warnings(record) == []
     assert not s3.object("refused.ra").exists()
-    assert s3.pending_uploads() == []
+    assert set(s3.pending_uploads()) == before
 
 
 def test_a_failing_block_aborts_the_s3_upload_without_distributed(s3):
-    import warnings
-
+    before = set(s3.pending_uploads())
     x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
     x = x.map_blocks(fails_late_on_block_two, dtype="f4")
     with warnings.catch_warnings(record=True) as record:
@@ -331,21 +332,36 @@ def test_a_failing_block_aborts_the_s3_upload_without_distributed(s3):
             rastore.write(s3.url("bad-local.ra"), x, storage_options=s3.options)
     assert _no_cleanup_warnings(record) == [], "aborted once, by one cleanup"
     assert not s3.object("bad-local.ra").exists()
-    assert s3.pending_uploads() == []
+    assert set(s3.pending_uploads()) == before
 
 
 def test_cleanup_aborts_an_upload_begun_on_a_worker(s3, client):
     # dask.compute, not compute(): the client does not hold the write's first task,
     # so the upload is begun on a worker, and only the worker knows its id.
-    w = rastore.write(s3.url("later.ra"), da.ones((1024, 1024, 48), chunks=(1024, 1024, 4),
-                                                   dtype="f4").map_blocks(fails_on_block_two,
-                                                                          dtype="f4"),
-                      storage_options=s3.options, compute=False)
+    before = set(s3.pending_uploads())
+    x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    x = x.map_blocks(fails_on_block_two, dtype="f4")
+    w = rastore.write(s3.url("later.ra"), x, storage_options=s3.options, compute=False)
     with pytest.raises(ValueError, match="block 2 is bad"):
         dask.compute(w)
     w.cleanup()
     assert not s3.object("later.ra").exists()
-    assert s3.pending_uploads() == []
+    assert set(s3.pending_uploads()) == before
+
+
+def test_a_dataset_upload_failing_at_one_variable_aborts_only_the_unfinished(s3, client):
+    xr = pytest.importorskip("xarray")
+    before = set(s3.pending_uploads())
+    good = xr.DataArray(da.ones((8, 8, 4), chunks=(8, 8, 4), dtype="f4"), dims=("x", "y", "t"))
+    bad = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    bad = xr.DataArray(bad.map_blocks(fails_late_on_block_two, dtype="f4"), dims=("a", "b", "c"))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="block 2 is bad"):
+            rastore.write(s3.url("mixed/"), xr.Dataset({"good": good, "bad": bad}),
+                          storage_options=s3.options)
+    assert _no_cleanup_warnings(record) == [], "the finished upload is not aborted"
+    assert set(s3.pending_uploads()) == before
 
 
 def test_a_failing_block_aborts_the_s3_upload(s3, client):
