@@ -235,10 +235,9 @@ def _check_out(out, shape, dtype):
 
 def _into(out, result):
     """``result``, or ``out`` filled with it, as NumPy's ``take(..., out=out)`` fills
-    it: the same shape and type."""
+    it (``take`` checked ``out`` against the result's shape and type before reading)."""
     if out is None:
         return result
-    _check_out(out, result.shape, result.dtype)
     np.copyto(out, result)
     return out
 
