@@ -279,8 +279,11 @@ pub(crate) fn open_direct(file: &File) -> Option<Direct> {
         .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
         .ok()?;
     let (a, b) = (file.metadata().ok()?, again.metadata().ok()?);
+    if a.dev() != b.dev() || a.ino() != b.ino() {
+        return None;
+    }
     let align = direct_align(&again);
-    (a.dev() == b.dev() && a.ino() == b.ino()).then_some(Direct { file: again, align })
+    Some(Direct { file: again, align })
 }
 
 /// The alignment of a direct read's offset and length in `file`: the file system's,
