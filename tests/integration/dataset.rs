@@ -22,14 +22,21 @@ fn same_files(a: &std::path::Path, b: &std::path::Path, names: &[&str]) {
     }
 }
 
+/// A dataset folder `run` in `dir`: `temp` (6 × `scale` elements), `lat` (2 ×) and the
+/// group `coils` with `c0` (3 ×).
+fn run_folder(dir: &std::path::Path, scale: u64) -> std::path::PathBuf {
+    let run = dir.join("run");
+    std::fs::create_dir_all(run.join("coils")).unwrap();
+    variable(&run.join("temp.ra"), 6 * scale);
+    variable(&run.join("lat.ra"), 2 * scale);
+    variable(&run.join("coils/c0.ra"), 3 * scale);
+    run
+}
+
 #[test]
 fn the_tool_reads_a_folder_as_its_variables() {
     let d = tmp();
-    let run = d.path().join("run");
-    std::fs::create_dir_all(run.join("coils")).unwrap();
-    variable(&run.join("temp.ra"), 6);
-    variable(&run.join("lat.ra"), 2);
-    variable(&run.join("coils/c0.ra"), 3);
+    let run = run_folder(d.path(), 1);
     variable(&run.join(".temp.ra.rastore-1.tmp"), 1);
     std::fs::write(run.join("notes.txt"), "not a variable").unwrap();
     std::fs::write(
@@ -235,11 +242,7 @@ fn a_dataset_in_object_storage_goes_both_ways() {
 #[test]
 fn a_tree_converts_under_one_count_of_progress() {
     let d = tmp();
-    let run = d.path().join("run");
-    std::fs::create_dir_all(run.join("coils")).unwrap();
-    variable(&run.join("temp.ra"), 6000);
-    variable(&run.join("lat.ra"), 2000);
-    variable(&run.join("coils/c0.ra"), 3000);
+    let run = run_folder(d.path(), 1000);
     let all = 4 * (6000 + 2000 + 3000);
     let check = |input: &std::path::Path, output: &std::path::Path, all: u64| {
         let mut seen: Vec<(u64, u64)> = Vec::new();
