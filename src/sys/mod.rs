@@ -408,8 +408,10 @@ fn on_threads<T: Send, S>(
     }
 }
 
-/// The reads of `items` on threads, each with a slot of its own (`size` bytes) and one
-/// read in flight.
+/// The reads of `items` on `depth` threads, each with one read in flight and, from its
+/// first read that needs one, a slot of its own (`size` bytes). Where reads need
+/// slots, no more threads than slots fit in [`SLOT_BYTES`]: 8 reads of 8 MiB in
+/// flight, not 64.
 fn read_items_threads(
     file: &StreamFile<'_>,
     items: &mut [Item<'_, '_>],
@@ -418,10 +420,24 @@ fn read_items_threads(
     done: &mut (dyn FnMut(usize, &[u8]) + Send),
 ) -> io::Result<()> {
     let done = std::sync::Mutex::new(done);
-    let slot = || vec![0u8; size + DIRECT_ALIGN];
-    on_threads(items, depth, slot, |own, item| {
-        let base = own.as_ptr().align_offset(DIRECT_ALIGN);
-        let slot = &mut own[base..base + size];
+    let slotted = items
+        .iter()
+        .any(|i| i.phase == Phase::Direct || i.read.target.is_none());
+    let threads = if slotted {
+        depth.min(SLOT_BYTES.checked_div(size).unwrap_or(depth).max(1))
+    } else {
+        depth
+    };
+    on_threads(items, threads, Vec::new, |own: &mut Vec<u8>, item| {
+        let needs = item.phase == Phase::Direct || item.read.target.is_none();
+        if needs && own.is_empty() {
+            *own = vec![0u8; size + DIRECT_ALIGN];
+        }
+        // No slot (an empty one) for a read into its target through the cache.
+        let slot = match own.as_ptr().align_offset(DIRECT_ALIGN) {
+            base if needs => &mut own[base..base + size],
+            _ => &mut [],
+        };
         if let Some(bytes) = read_one(file, item, slot)? {
             if let Ok(mut d) = done.lock() {
                 d(item.index, bytes);
