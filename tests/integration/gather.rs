@@ -14,8 +14,8 @@ use rastore::{DataReader, ErrorKind, Stride, WriteOptions};
 use crate::common::tmp;
 use crate::s3_server::Server;
 
-/// A float32 volume of frames of 8 KiB ([32, 64, frames]): frames 3 apart are
-/// farther than a gather merges (16 KiB), neighbours closer. Low entropy, so that LZ4
+/// A float32 volume of frames of 8 KiB ([32, 64, frames]): frames 4 apart (24 KiB
+/// between them) are farther than a gather merges (16 KiB), neighbours closer. Low entropy, so that LZ4
 /// makes it smaller and the compressed file is really compressed.
 fn volume(frames: usize) -> ArrayD<f32> {
     Array3::from_shape_fn((32, 64, frames).f(), |(i, j, k)| {
@@ -194,6 +194,13 @@ fn object_gathers_equal_ndarray_slicing() {
         objects[0].take_into(&frames, &mut out).unwrap();
         prop_assert!(out == want);
     });
+    // An index past the end is refused before anything is fetched.
+    let mut out = vec![0u8; 2 * 32 * 64 * 4];
+    let e = objects[0].take_into(&[3, FRAMES], &mut out).unwrap_err();
+    let bound =
+        format!("index {FRAMES} (at 1 of 2) is out of bounds for axis 2 with size {FRAMES}");
+    assert!(e.to_string().contains(&bound), "{e}");
+    assert!(out.iter().all(|&b| b == 0), "nothing was fetched");
 }
 
 /// Residency as the page cache says (Linux): a file just written is resident, one
@@ -263,34 +270,42 @@ fn a_file_cut_short_under_the_reader_is_an_error_not_a_short_read() {
         .set_len((72 + 5 * frame) as u64)
         .unwrap();
     // Through the page cache too (`direct: false`), so that every read goes to the
-    // engine (cached data is otherwise copied from the cache).
-    for (engine, direct) in [
-        (Engine::Uring, true),
-        (Engine::Threads, true),
-        (Engine::Uring, false),
-        (Engine::Threads, false),
-    ] {
-        let mut out = vec![0u8; 2 * frame];
-        let sels = [
-            vec![Stride::all(32), Stride::all(64), Stride::new(1, 1, 1)],
-            vec![Stride::all(32), Stride::all(64), Stride::new(7, 1, 1)],
-        ];
-        let o = GatherOptions {
-            engine,
-            direct,
-            ..GatherOptions::default()
-        };
-        let e = r.read_many_into_with(&sels, &mut out, &o).unwrap_err();
-        assert!(
-            matches!(e.kind(), ErrorKind::TruncatedData { .. }),
-            "{engine:?}: {e}"
-        );
-        assert!(e.to_string().starts_with(&p.display().to_string()), "{e}");
-        // The reader's ring and buffers, kept from the failed batch, serve the next.
-        let whole = [vec![Stride::all(32), Stride::all(64), Stride::new(0, 1, 4)]];
-        let mut four = vec![0u8; 4 * frame];
-        r.read_many_into_with(&whole, &mut four, &o).unwrap();
-        assert!(four == expected(&volume(8), &whole[0]), "{engine:?}");
+    // engine (cached data is otherwise copied from the cache). A frame wholly past the
+    // new end, and a read that starts before it and ends past it (its first bytes
+    // come, then none: the end falls inside a block of a direct read).
+    let frames = |start, count| {
+        [vec![
+            Stride::all(32),
+            Stride::all(64),
+            Stride::new(start, 1, count),
+        ]]
+    };
+    for sels in [frames(7, 1), frames(4, 2), frames(3, 3)] {
+        for (engine, direct) in [
+            (Engine::Uring, true),
+            (Engine::Threads, true),
+            (Engine::Uring, false),
+            (Engine::Threads, false),
+        ] {
+            let mut out = vec![0u8; sels[0][2].count as usize * frame];
+            let o = GatherOptions {
+                engine,
+                direct,
+                ..GatherOptions::default()
+            };
+            let e = r.read_many_into_with(&sels, &mut out, &o).unwrap_err();
+            assert!(
+                matches!(e.kind(), ErrorKind::TruncatedData { .. }),
+                "{engine:?}, direct {direct}, {:?}: {e}",
+                sels[0][2]
+            );
+            assert!(e.to_string().starts_with(&p.display().to_string()), "{e}");
+            // The reader's ring and buffers, kept from the failed batch, serve the next.
+            let whole = [vec![Stride::all(32), Stride::all(64), Stride::new(0, 1, 4)]];
+            let mut four = vec![0u8; 4 * frame];
+            r.read_many_into_with(&whole, &mut four, &o).unwrap();
+            assert!(four == expected(&volume(8), &whole[0]), "{engine:?}");
+        }
     }
 }
 
