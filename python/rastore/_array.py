@@ -9,22 +9,23 @@ import os
 
 import numpy as np
 
-from . import MappedFile, _is_remote, _numpy_dtype, _rastore, _settings, info, read
+from . import MappedFile, _is_remote, _numpy_dtype, _rastore, _settings, info
 from ._rastore import Error
 
 
 class _Local:
-    """A file, mapped on first use in each process."""
+    """A file, mapped on first use in each process; where its data cannot be used in
+    place, read by its reader (``DataReader``) instead."""
 
     def __init__(self, path):
         self.path = path
         self.mapped = None
         self.view = None
-        self.decoded = None
         self.reader = None
-        # Whether indices are read by gathers: a mapped .ra file (a .npy, or data
-        # decoded whole, is indexed by NumPy in memory).
-        self.gathers = False
+        self.described = None
+        # Whether indices are read by gathers: a mapped .ra file, or any data the
+        # reader reads (a .npy is indexed by NumPy over its mapping).
+        self.gathers = True
         try:
             mapped = MappedFile(path)
             # Mapping checks the header; making the array checks that the data can
@@ -34,25 +35,23 @@ class _Local:
             self.mapped = mapped
             self.gathers = mapped._npy_descr() is None
         except Error:
-            # Compressed, big-endian or BitArray data has no view in place: it is
-            # decoded whole, once, on the first index.
+            # Big-endian data has no view in place: the reader gathers it, swapped,
+            # from the file, and reads basic indexing the same way (a file larger than
+            # memory stays on disk). Compressed and BitArray data is decoded whole by
+            # the reader, once, on the first index.
             pass
-
-    def array(self):
-        if self.view is not None:
-            return self.view
-        if self.decoded is None:
-            self.decoded = read(self.path)
-        return self.decoded
 
     def describe(self):
         """(shape, dtype)."""
         if self.view is not None:
             return self.view.shape, self.view.dtype
-        h = info(self.path)
-        bits = h["flags"]["bits"]
-        dtype = np.dtype("?") if bits else _numpy_dtype(h["eltype"], h["elbyte"], self.metadata())
-        return tuple(h["dims"]), dtype
+        if self.described is None:
+            h = info(self.path)
+            bits = h["flags"]["bits"]
+            meta = self.metadata()
+            dtype = np.dtype("?") if bits else _numpy_dtype(h["eltype"], h["elbyte"], meta)
+            self.described = tuple(h["dims"]), dtype
+        return self.described
 
     def metadata(self):
         if self.mapped is not None:
@@ -64,12 +63,17 @@ class _Local:
         return (st.st_size, st.st_mtime_ns)
 
     def __getitem__(self, key):
-        return self.array()[key]
+        if self.view is not None:
+            return self.view[key]
+        shape, dtype = self.describe()
+        return _basic(key, shape, dtype, lambda sel, buf: self._reader().gather_selections([sel], buf))
 
     def in_memory(self, base, axis, indices):
-        """Whether NumPy indexes the array in memory rather than a gather reading it: a
-        ``.npy``, data decoded whole, or a batch whose bytes the page cache holds (then
-        the mapping is copied from at memory speed, with no read per sample)."""
+        """Whether NumPy indexes the mapping rather than a gather reading the file: a
+        ``.npy``, or a batch whose bytes the page cache holds (then the mapping is
+        copied from at memory speed, with no read per sample)."""
+        if self.view is None:
+            return False
         if not self.gathers:
             return True
         return self._reader().resident(base, axis, indices)
@@ -86,11 +90,37 @@ class _Local:
 
     def gather_selections(self, selections, buf):
         """Reads each of ``selections`` into ``buf``, as ``gather``; ``False`` where
-        NumPy indexes the array in memory instead."""
+        NumPy indexes the mapping instead."""
         if not self.gathers:
             return False
         self._reader().gather_selections(selections, buf)
         return True
+
+
+def _basic(key, shape, dtype, read):
+    """Basic indexing (``key``: an int or a slice per axis, checked) of data read by
+    ``read(selection, buf)``: a new array of only the selected elements. Per axis, the
+    selection is an ascending ``(start, step, count)``: a descending slice is read
+    ascending and flipped, an int is a count of one dropped at the end."""
+    sel, flip, drop = [], [], []
+    for axis, (k, n) in enumerate(zip(key, shape)):
+        if isinstance(k, slice):
+            picked = range(*k.indices(n))
+            if picked.step < 0:
+                picked = picked[::-1]
+                flip.append(axis)
+            sel.append((picked.start if picked else 0, picked.step, len(picked)))
+        else:
+            sel.append((k, 1, 1))
+            drop.append(axis)
+    counts = tuple(c for _, _, c in sel)
+    out = np.empty(counts, dtype, order="F")
+    if out.size:
+        read(sel, out.T.reshape(-1).view(np.uint8))
+    if flip:
+        out = out[tuple(slice(None, None, -1) if a in flip else slice(None)
+                        for a in range(len(counts)))]
+    return out[tuple(0 if a in drop else slice(None) for a in range(len(counts)))]
 
 
 class _Remote:
@@ -127,26 +157,7 @@ class _Remote:
         return True
 
     def __getitem__(self, key):
-        # Per axis, ascending (start, step, count); a descending slice is fetched
-        # ascending and flipped, an int is a count of one dropped at the end.
-        sel, flip, drop = [], [], []
-        for axis, (k, n) in enumerate(zip(key, self.shape)):
-            if isinstance(k, slice):
-                picked = range(*k.indices(n))
-                if picked.step < 0:
-                    picked = picked[::-1]
-                    flip.append(axis)
-                sel.append((picked.start if picked else 0, picked.step, len(picked)))
-            else:
-                sel.append((k, 1, 1))
-                drop.append(axis)
-        counts = tuple(c for _, _, c in sel)
-        out = np.empty(counts, self.dtype, order="F")
-        self.core.read_selection(sel, out.T.reshape(-1).view(np.uint8))
-        if flip:
-            out = out[tuple(slice(None, None, -1) if a in flip else slice(None)
-                            for a in range(len(counts)))]
-        return out[tuple(0 if a in drop else slice(None) for a in range(len(counts)))]
+        return _basic(key, self.shape, self.dtype, self.core.read_selection)
 
 
 def _kind_of(k):
@@ -177,6 +188,15 @@ def _integers(k):
     return a.astype(np.int64, copy=False)
 
 
+def _take_indices(indices):
+    """``indices`` as NumPy's ``take`` converts them: an array cast to int64 under
+    ``same_kind`` casting (booleans are 0 and 1, floats refused), anything else as
+    ``np.asarray(indices, dtype=np.int64)`` makes it (lists and scalars by ``int()``)."""
+    if isinstance(indices, np.ndarray):
+        return indices.astype(np.int64, casting="same_kind", copy=False)
+    return np.asarray(indices, dtype=np.int64)
+
+
 def _key(key, shape):
     """``key`` as one entry per axis: an int (made non-negative), a slice, or an int64
     array (made non-negative), at most one array; every index checked against its
@@ -191,6 +211,9 @@ def _key(key, shape):
             out.extend([slice(None)] * (len(shape) - (len(key) - 1)))
         elif isinstance(k, slice):
             out.append(k)
+        elif isinstance(k, (bool, np.bool_)):
+            # NumPy would add an axis of one (True) or none (False): a mask, refused.
+            raise IndexError(f"{_TAKEN}, not a boolean ({k})")
         elif (a := _integers(k)) is not None:
             out.append(a)
         else:
@@ -328,9 +351,7 @@ class Array:
         shape and the array's dtype, as NumPy's ``take`` wants. Whole frames into a
         Fortran-ordered ``out`` are read straight into it; any other is filled from
         the batch."""
-        idx = _integers(indices)
-        if idx is None:
-            idx = np.asarray(operator.index(indices), dtype=np.int64)
+        idx = _take_indices(indices)
         if axis is None:
             n = self.size
         else:
@@ -389,7 +410,7 @@ class Array:
         counts = [c for _, _, c in base]
         source = self._open()
         if flat.size and source.in_memory(base, axis, flat):
-            return _into(into, source.array()[key])
+            return _into(into, source.view[key])
         if into is not None:
             if into.size:
                 source.gather(base, axis, flat, into.T.reshape(-1).view(np.uint8))
@@ -418,7 +439,7 @@ class Array:
             sels = [[(int(p[i]), 1, 1) for p in points] for i in range(flat.size)]
             source = self._open()
             if not source.gather_selections(sels, buf.view(np.uint8)):
-                return np.asarray(source.array()).reshape(-1)[flat].reshape(shape)
+                return np.asarray(source.view).reshape(-1)[flat].reshape(shape)
         return buf.reshape(shape)
 
     def __array__(self, dtype=None, copy=None):

@@ -100,6 +100,9 @@ def test_take_and_array_indexing_equal_numpys_for_every_dtype(tmp_path, dtype, m
     _same(x.take(3, axis=1), a.take(3, axis=1))
     _same(x.take([9, -9], axis=0, mode="wrap"), a.take([9, -9], axis=0, mode="wrap"))
     _same(x.take([9, -9], axis=0, mode="clip"), a.take([9, -9], axis=0, mode="clip"))
+    # Indices as NumPy's take converts them: lists by int(), arrays cast same_kind.
+    for idx in ([True, False, True], np.array([True, False]), [1.9, -2.5], "3", np.uint8(2)):
+        _same(x.take(idx, axis=1), a.take(idx, axis=1))
 
 
 @pytest.mark.parametrize("cached", [True, False], ids=["resident", "gathered"])
@@ -149,7 +152,7 @@ def test_take_into_out_fills_it_as_numpy_does(tmp_path, cached, monkeypatch):
     assert landed == []
 
 
-def test_every_encoding_gathers_the_same(tmp_path):
+def test_every_encoding_gathers_the_same(tmp_path, monkeypatch):
     a = _data("<f4")
     rastore.write(tmp_path / "plain.ra", a)
     rastore.write(tmp_path / "lz4.ra", np.round(a), compress=True)
@@ -159,11 +162,35 @@ def test_every_encoding_gathers_the_same(tmp_path):
     big = head.astype(">u8").tobytes() + np.asfortranarray(a).astype(">f4").tobytes(order="F")
     (tmp_path / "big.ra").write_bytes(big)
     np.save(tmp_path / "c.npy", np.ascontiguousarray(a))
+    made = _gathers(monkeypatch)
     for name, want in [("plain.ra", a), ("lz4.ra", np.round(a)), ("big.ra", a), ("c.npy", a)]:
         x = rastore.Array(tmp_path / name)
         for key in KEYS:
             _same(x[key], want[key])
         _same(x.take([6, 0, 6]), want.take([6, 0, 6], axis=-1))
+        _same(x[1:4, ::-2, 5], want[1:4, ::-2, 5])
+        _same(np.asarray(x), want)
+    # Only the files without a view in place gather a small cached file's batches:
+    # the big-endian one from the file, swapped, and the compressed one from what its
+    # reader decoded; each of the two, every key but the empty one, and the take.
+    assert len(made) == 2 * len(KEYS)
+
+
+def test_a_big_endian_file_is_read_by_its_reader_not_decoded_whole(tmp_path, monkeypatch):
+    a = _data("<i8", shape=(8, 4, 6))
+    rastore.write(tmp_path / "plain.ra", a)
+    raw = (tmp_path / "plain.ra").read_bytes()
+    head = np.frombuffer(raw[:72], "<u8").copy()
+    head[1] |= 1
+    (tmp_path / "big.ra").write_bytes(
+        head.astype(">u8").tobytes() + np.asfortranarray(a).astype(">i8").tobytes(order="F"))
+    monkeypatch.setattr(rastore, "read", lambda *args, **kw: pytest.fail("decoded whole"))
+    x = rastore.Array(tmp_path / "big.ra")
+    assert x.dtype == np.dtype("i8") and x.shape == (8, 4, 6)
+    _same(x[2:7:2, 1, ::-1], a[2:7:2, 1, ::-1])
+    _same(x[:, [3, 0, 3]], a[:, [3, 0, 3]])
+    _same(x.take([5, -6], axis=None), a.take([5, -6]))
+    assert x._open().view is None
 
 
 def test_out_of_range_and_unsupported_indices_are_refused_before_any_read(tmp_path):
@@ -182,6 +209,12 @@ def test_out_of_range_and_unsupported_indices_are_refused_before_any_read(tmp_pa
         x[[0, 1], [0, 1]]
     with pytest.raises(IndexError, match="not an array of float64"):
         x[np.array([0.5])]
+    # NumPy adds an axis for True: a mask, refused like the others.
+    for mask in (True, np.False_):
+        with pytest.raises(IndexError, match=f"not a boolean \\({mask}\\)"):
+            x[1, mask]
+    with pytest.raises(TypeError, match="according to the rule 'same_kind'"):
+        x.take(np.array([1.0], np.float32))
     with pytest.raises(np.exceptions.AxisError):
         x.take([0], axis=3)
 
