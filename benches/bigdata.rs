@@ -93,6 +93,27 @@ fn rss_anon() -> u64 {
     proc_kib("/proc/self/status", "RssAnon:")
 }
 
+/// `f()`, and the most anonymous memory this process held beyond what it held before,
+/// sampled every 2 ms while `f` ran and once after.
+fn peak_anon_during<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let base = rss_anon();
+    let peak = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_anon().saturating_sub(base), Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
+        let out = f();
+        done.store(true, Ordering::Relaxed);
+        out
+    });
+    peak.fetch_max(rss_anon().saturating_sub(base), Ordering::Relaxed);
+    (out, peak.into_inner())
+}
+
 /// The `ra` (or other program) a case is running now, for its anonymous memory.
 static CHILD: AtomicU32 = AtomicU32::new(0);
 
@@ -928,8 +949,7 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                 let mut floor = 0.0;
                 for (w, (_, way)) in ways.iter().enumerate() {
                     drop_cache();
-                    let base = rss_anon();
-                    let rate = match way {
+                    let (rate, peak) = peak_anon_during(|| match way {
                         Way::Fio(block) => fio_iops(&p, *block, n),
                         Way::Replay => fio_replay_iops(&p, &blocks),
                         Way::Gather(options) | Way::Fresh(options) => {
@@ -957,8 +977,8 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                             std::hint::black_box(&out);
                             n as f64 / t.elapsed().as_secs_f64()
                         }
-                    };
-                    peaks[w] = peaks[w].max(rss_anon().saturating_sub(base));
+                    });
+                    peaks[w] = peaks[w].max(peak);
                     if w == 0 {
                         floor = rate;
                     }
@@ -974,7 +994,7 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                 "\n{n} random {what} samples ({order}), batches of {batch}, {} rounds, cold: {}",
                 b.runs, b.cold
             );
-            println!("case\tsamples/s median (min-max)\tvs the floor in its round: median (min-max)\tanon MiB after");
+            println!("case\tsamples/s median (min-max)\tvs the floor in its round: median (min-max)\tpeak anon MiB (of this process; fio's not counted)");
             for (w, (name, _)) in ways.iter().enumerate() {
                 let (r, r0, r1) = median(&mut rates[w]);
                 let (q, q0, q1) = median(&mut ratios[w]);

@@ -23,14 +23,15 @@ Each batch is ``x[:, j:j+w, ks]``: a random ``j`` per batch and ``BATCH`` random
 ``--warm``: the file (which must fit in memory) is read into the page cache first, and
 the gather is compared with NumPy's fancy indexing of the same array in memory. Cold
 runs drop the page cache first (root only; it says when it cannot). Prints samples/s,
-median of ``runs`` (min-max), the ratio to the floor, and the peak RSS of the process.
+median of ``runs`` (min-max), the ratio to the floor, and the peak anonymous memory
+(of the process, or of the loader's workers; fio's is not counted).
 """
 import concurrent.futures
 import os
-import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -62,17 +63,47 @@ def batches(n, w, frames, sorted_, seed):
     return out
 
 
-def timed(fn, runs, cold):
-    """Seconds of each run of ``fn``, sorted (for fio: its own, from its IOPS)."""
-    times = []
+def rss_anon(pids):
+    """The anonymous memory (bytes) of ``pids`` (``"self"`` among them), together."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                total += next((int(line.split()[1]) << 10 for line in f
+                               if line.startswith("RssAnon:")), 0)
+        except OSError:
+            pass
+    return total
+
+
+def timed(fn, runs, cold, pids=("self",)):
+    """Seconds of each run of ``fn``, sorted (for fio: its own, from its IOPS), and the
+    most anonymous memory ``pids`` held beyond what they held before a run, sampled
+    every 2 ms by a thread (the gathers release the GIL)."""
+    times, peak = [], 0
     for _ in range(runs):
         if cold:
             drop_cache()
+        base = rss_anon(pids)
+        most = [0]
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                most[0] = max(most[0], rss_anon(pids) - base)
+                done.wait(0.002)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
         t = time.perf_counter()
         rate = fn()
-        times.append(time.perf_counter() - t if rate is None else 1 / rate)
+        elapsed = time.perf_counter() - t
+        done.set()
+        sampler.join()
+        peak = max(peak, most[0], rss_anon(pids) - base)
+        times.append(elapsed if rate is None else 1 / rate)
     times.sort()
-    return times
+    return times, peak
 
 
 def fio_iops(*args):
@@ -210,19 +241,20 @@ def cold_cases(path, runs, fast):
                 ]
             order = "sorted" if sorted_ else "unsorted"
             print(f"\n{n} samples of {what} ({order}), batches of {BATCH}, {runs} runs, cold")
-            print("case\tsamples/s median (min-max)\tvs floor\tpeak RSS MiB")
+            print("case\tsamples/s median (min-max)\tvs floor\tpeak anonymous MiB")
             floor = None
             for name, fn in cases:
                 # np.memmap and the mapping take minutes at 4 KiB: one run.
                 r = 1 if "open" in name or "memmap" in name else runs
-                t = timed(fn, r, True)
+                # The loader's memory is its workers'; fio's is not counted.
+                pids = list(workers._processes) if fn is loader else ["self"]
+                t, peak = timed(fn, r, True, pids)
                 if name.startswith("fio"):
                     t = [x * n for x in t]  # seconds per read, as seconds for n reads
                 rate = n / t[len(t) // 2]
                 floor = floor or rate
-                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
                 print(f"{name}\t{rate:,.0f} ({n / t[-1]:,.0f}-{n / t[0]:,.0f})\t"
-                      f"{rate / floor:.2f}\t{rss}", flush=True)
+                      f"{rate / floor:.2f}\t{peak >> 20}", flush=True)
             pool.shutdown()
     workers.shutdown()
     os.close(fd)
@@ -248,8 +280,8 @@ def warm_cases(path, runs):
             for j, ks in picked:
                 x[:, j:j + w, ks]
 
-        t_np = timed(numpy, runs, False)
-        t_ra = timed(gather, runs, False)
+        t_np, _ = timed(numpy, runs, False)
+        t_ra, _ = timed(gather, runs, False)
         mid = lambda t: t[len(t) // 2]
         print(f"{n} samples of {what}, warm: NumPy in memory {n / mid(t_np):,.0f}/s "
               f"({n / t_np[-1]:,.0f}-{n / t_np[0]:,.0f}), rastore.Array {n / mid(t_ra):,.0f}/s "
