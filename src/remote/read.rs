@@ -236,10 +236,13 @@ impl RemoteRa {
             out.copy_from_slice(&data);
             return Ok(());
         }
+        let first = frames.start
+            * self.header.dims()[..self.header.ndims() - 1]
+                .iter()
+                .product::<u64>();
         let (slab, offset) = self.header.slab(frames).at(&self.url.shown())?;
         self.read_into(offset..offset + slab.size(), out)?;
-        to_native(&self.header, out);
-        Ok(())
+        to_native(&self.header, out, first).at(&self.url.shown())
     }
 
     /// The range `frames` of the last axis, as an array.
@@ -310,11 +313,17 @@ pub(super) fn ranged_into(
         .map_err(remote_err("get", url))
 }
 
-/// `out` in native byte order, when `header`'s data is not.
-pub(super) fn to_native(header: &Header, out: &mut [u8]) {
+/// `out`, fetched from plain data of `header`, as a local reader gives it: in native
+/// byte order, and Julia Bools checked to be 0 or 1 (`first`: the index of its first
+/// element, for the message).
+pub(super) fn to_native(header: &Header, out: &mut [u8], first: u64) -> Result<()> {
     if !header.native_endian() {
         if let Some(unit) = header.dtype().swap_unit() {
             crate::codec::swap_bytes(out, unit);
         }
     }
+    if header.dtype() == crate::DType::BOOL {
+        crate::codec::check_bools(out, first)?;
+    }
+    Ok(())
 }

@@ -76,8 +76,9 @@ impl RemoteRa {
                 })
                 .map_err(remote_err("get", self.url()))?;
         }
-        to_native(header, out);
-        Ok(())
+        // A gather's elements come from anywhere: an offending one is named by its
+        // place in `out`.
+        to_native(header, out, 0).at(&shown)
     }
 
     /// Whole frames (indices of the last axis) into `out`, in the order given, repeats

@@ -382,3 +382,39 @@ fn one_reader_gathers_on_several_threads_at_once() {
         }
     });
 }
+
+/// Julia Bools that are neither 0 nor 1 are refused, from an object as from a file,
+/// gathered or read as a slab: the same error in either place.
+#[test]
+fn bools_neither_0_nor_1_are_refused_from_objects_as_from_files() {
+    use crate::common::{words, MAGIC};
+    // Bools [4, 3]; element 5 ([1, 1]) holds 7.
+    let mut bytes = words(&[MAGIC, 0, 5, 1, 12, 2, 4, 3]);
+    bytes.extend([1, 0, 1, 0, 0, 7, 0, 1, 1, 0, 1, 0]);
+    let d = tmp();
+    let p = d.path().join("b.ra");
+    std::fs::write(&p, &bytes).unwrap();
+    let frame = |k| [Stride::all(4), Stride::new(k, 1, 1)];
+    let (good, bad) = ([frame(0), frame(2)], [frame(2), frame(1)]);
+    let mut out = vec![0u8; 8];
+    let r = DataReader::open(&p).unwrap();
+    r.read_many_into(&good, &mut out).unwrap();
+    assert_eq!(out, [1, 0, 1, 0, 1, 0, 1, 0]);
+    let local = r.read_many_into(&bad, &mut out).unwrap_err().to_string();
+    assert!(local.contains("not 0 or 1"), "{local}");
+    let Some(server) = Server::start() else {
+        return;
+    };
+    std::fs::write(server.object("b.ra"), &bytes).unwrap();
+    let o = RemoteRa::open_with("s3://bkt/b.ra", Server::options(&server.endpoint(), 2)).unwrap();
+    o.read_many_into(&good, &mut out).unwrap();
+    assert_eq!(out, [1, 0, 1, 0, 1, 0, 1, 0]);
+    let e = o.read_many_into(&bad, &mut out).unwrap_err().to_string();
+    assert!(e.contains("element 5 is 7, not 0 or 1"), "{e}");
+    assert!(e.starts_with("s3://bkt/b.ra"), "{e}");
+    let mut slab = vec![0u8; 8];
+    let e = o.read_slab_into(1..3, &mut slab).unwrap_err().to_string();
+    assert!(e.contains("element 5 is 7, not 0 or 1"), "{e}");
+    o.read_slab_into(2..3, &mut slab[..4]).unwrap();
+    assert_eq!(slab[..4], [1, 0, 1, 0]);
+}
