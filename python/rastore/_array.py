@@ -97,22 +97,33 @@ class _Local:
         return True
 
 
-def _basic(key, shape, dtype, read):
-    """Basic indexing (``key``: an int or a slice per axis, checked) of data read by
-    ``read(selection, buf)``: a new array of only the selected elements. Per axis, the
-    selection is an ascending ``(start, step, count)``: a descending slice is read
-    ascending and flipped, an int is a count of one dropped at the end."""
-    sel, flip, drop = [], [], []
+def _strides(key, shape):
+    """``(selection, flips, ints)`` for a checked ``key`` (an int, a slice or an index
+    array per axis): per axis, the ascending ``(start, step, count)`` that reads it. A
+    descending slice is read ascending (its axis in ``flips``, to flip after), an int
+    is a count of one (its axis in ``ints``, to drop after), and an array's axis is
+    ``(0, 1, 1)``, its indices gathered one by one."""
+    sel, flips, ints = [], [], []
     for axis, (k, n) in enumerate(zip(key, shape)):
         if isinstance(k, slice):
             picked = range(*k.indices(n))
             if picked.step < 0:
                 picked = picked[::-1]
-                flip.append(axis)
+                flips.append(axis)
             sel.append((picked.start if picked else 0, picked.step, len(picked)))
+        elif isinstance(k, np.ndarray):
+            sel.append((0, 1, 1))
         else:
             sel.append((k, 1, 1))
-            drop.append(axis)
+            ints.append(axis)
+    return sel, flips, ints
+
+
+def _basic(key, shape, dtype, read):
+    """Basic indexing (``key``: an int or a slice per axis, checked) of data read by
+    ``read(selection, buf)``: a new array of only the selected elements, flipped and
+    dropped after as ``_strides`` says."""
+    sel, flip, drop = _strides(key, shape)
     counts = tuple(c for _, _, c in sel)
     out = np.empty(counts, dtype, order="F")
     if out.size:
@@ -393,19 +404,7 @@ class Array:
         ndim = len(self._shape)
         axis = next(a for a, k in enumerate(key) if isinstance(k, np.ndarray))
         idx = key[axis]
-        base, flips, ints = [], [], []
-        for a, (k, n) in enumerate(zip(key, self._shape)):
-            if a == axis:
-                base.append((0, 1, 1))
-            elif isinstance(k, slice):
-                picked = range(*k.indices(n))
-                if picked.step < 0:
-                    picked = picked[::-1]
-                    flips.append(a)
-                base.append((picked.start if picked else 0, picked.step, len(picked)))
-            else:
-                base.append((k, 1, 1))
-                ints.append(a)
+        base, flips, ints = _strides(key, self._shape)
         flat = np.ascontiguousarray(idx.reshape(-1), dtype=np.uint64)
         counts = [c for _, _, c in base]
         source = self._open()
