@@ -238,9 +238,9 @@ def open(path, advice=None):
 
     For scattered samples of a file larger than memory, use ``rastore.Array`` and its
     ``take`` or integer-array indexing instead: a cold mapping faults pages in one
-    read-ahead window at a time. On a 32 GiB file, 16 KiB samples ran at 720 a second
-    through this mapping (2,800 with ``advice="random"``) and 57,000-65,000 a second
-    through ``Array`` (docs/PYTHON.md)."""
+    read-ahead window at a time. On a 32 GiB file, cold, 16 KiB samples ran at about 500
+    a second through this mapping (4,000-4,800 with ``advice="random"``) and 28,000-40,000
+    a second through ``Array``, 0.71-0.92 of the disk's own rate (docs/PYTHON.md)."""
     m = MappedFile(os.fspath(path))
     if advice is not None:
         m.advise(advice)
