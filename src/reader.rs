@@ -179,9 +179,9 @@ impl DataReader {
     /// column-major bytes. Every selection is checked before anything is read. From
     /// plain data only the byte runs that hold them are read, all the batch's at once:
     /// sorted by where they lie, merged where they overlap, touch or lie at most 16 KiB
-    /// apart, long ones cut at 8 MiB, and kept in flight 64 at a time (io_uring on
-    /// Linux, threads elsewhere), what the page cache holds from it and the rest around
-    /// it ([`read_many_into_with`](Self::read_many_into_with) says otherwise). This is
+    /// apart, long ones cut at 8 MiB, and kept in flight 64 at a time (fewer of a MiB
+    /// or more: at most 64 MiB of buffers; io_uring on Linux, threads elsewhere), what
+    /// the page cache holds from it and the rest around it ([`read_many_into_with`](Self::read_many_into_with) says otherwise). This is
     /// the way to read a shuffled batch of samples from a file larger than memory,
     /// where a mapping would fault them in one read-ahead window at a time. The reader
     /// keeps its io_uring ring, its file opened around the cache, and aligned buffers

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from . import MappedFile, _is_remote, _numpy_dtype, _rastore, _settings, info
+from . import MappedFile, _is_remote, _numpy_dtype, _rastore, _settings
 from ._rastore import Error
 
 
@@ -35,28 +35,26 @@ class _Local:
             self.mapped = mapped
             self.gathers = mapped._npy_descr() is None
         except Error:
-            # Big-endian data has no view in place: the reader gathers it, swapped,
-            # from the file, and reads basic indexing the same way (a file larger than
-            # memory stays on disk). Compressed and BitArray data is decoded whole by
-            # the reader, once, on the first index.
+            # Big-endian data of a numeric type has no view in place: the reader
+            # gathers it, swapped, from the file, and reads basic indexing the same way
+            # (a file larger than memory stays on disk). Compressed, BitArray and
+            # big-endian user-type data the reader decodes whole, once, when it opens.
             pass
 
     def describe(self):
-        """(shape, dtype)."""
+        """(shape, dtype): the mapping's, or the reader's (which opens it)."""
         if self.view is not None:
             return self.view.shape, self.view.dtype
         if self.described is None:
-            h = info(self.path)
-            bits = h["flags"]["bits"]
-            meta = self.metadata()
-            dtype = np.dtype("?") if bits else _numpy_dtype(h["eltype"], h["elbyte"], meta)
-            self.described = tuple(h["dims"]), dtype
+            eltype, elbyte, dims = self._reader().header
+            meta = self.metadata() if eltype == 0 else b""
+            self.described = tuple(dims), _numpy_dtype(eltype, elbyte, meta)
         return self.described
 
     def metadata(self):
         if self.mapped is not None:
             return bytes(self.mapped.metadata)
-        return bytes(_rastore.trailer_of(self.path))
+        return bytes(self._reader().metadata)
 
     def token(self):
         st = os.stat(self.path)

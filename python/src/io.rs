@@ -20,7 +20,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(place_dataset, m)?)?;
     m.add_function(wrap_pyfunction!(check_output, m)?)?;
     m.add_function(wrap_pyfunction!(info_json, m)?)?;
-    m.add_function(wrap_pyfunction!(trailer_of, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(type_name, m)?)?;
     m.add_function(wrap_pyfunction!(descr_of, m)?)?;
@@ -166,15 +165,6 @@ fn check_output(path: PathBuf) -> PyResult<()> {
         .overwrite(true)
         .check_output(&path)
         .map_err(to_py)
-}
-
-/// The trailer of a `.ra` file (the data is not read).
-#[pyfunction]
-fn trailer_of(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyBytes>> {
-    let reader = py
-        .detach(|| rastore::DataReader::open(&path))
-        .map_err(to_py)?;
-    Ok(PyBytes::new(py, reader.metadata()))
 }
 
 /// `ra info --json` of a `.ra` or `.npy` file.

@@ -67,6 +67,21 @@ impl ReaderCore {
         Ok(ReaderCore { reader })
     }
 
+    /// `(eltype, elbyte, dims)` of the data as the reader gives it (a BitArray as Julia
+    /// Bools, native byte order but for big-endian user types).
+    #[getter]
+    fn header(&self) -> (u64, u64, Vec<u64>) {
+        let h = self.reader.header();
+        let dtype = h.dtype();
+        (dtype.eltype, dtype.elbyte, h.dims().to_vec())
+    }
+
+    /// The trailer's bytes.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
+        pyo3::types::PyBytes::new(py, self.reader.metadata())
+    }
+
     /// Reads `base` with each of `indices` on `axis` (see [`along`]), one selection
     /// after another into `buf`, each column-major: one batch, at the device's queue
     /// depth.

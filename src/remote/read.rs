@@ -236,12 +236,10 @@ impl RemoteRa {
             out.copy_from_slice(&data);
             return Ok(());
         }
-        let first = frames.start
-            * self.header.dims()[..self.header.ndims() - 1]
-                .iter()
-                .product::<u64>();
         let (slab, offset) = self.header.slab(frames).at(&self.url.shown())?;
         self.read_into(offset..offset + slab.size(), out)?;
+        // The slab's first element, for a message naming a bad one.
+        let first = (offset - self.header.data_offset()) / self.header.dtype().elbyte.max(1);
         to_native(&self.header, out, first).at(&self.url.shown())
     }
 

@@ -134,6 +134,14 @@ struct Item<'r, 'a> {
     read: &'r mut StreamRead<'a>,
 }
 
+impl Item<'_, '_> {
+    /// Whether the read needs a buffer of the stream's: it is read around the cache
+    /// (aligned), or has no target.
+    fn needs_slot(&self) -> bool {
+        self.phase == Phase::Direct || self.read.target.is_none()
+    }
+}
+
 /// Reads probed for residency before a batch is taken to be all cached, or all not.
 pub(crate) const PROBES: usize = 8;
 
@@ -282,12 +290,9 @@ pub(crate) fn read_stream(
     }
     // Twice as many slots as reads in flight (new reads go out before the bytes of
     // those just done are copied from theirs), for the reads that need one.
-    let slotted = rest
-        .iter()
-        .filter(|i| i.phase == Phase::Direct || i.read.target.is_none())
-        .count();
+    let slotted = rest.iter().filter(|i| i.needs_slot()).count();
     let mut slots = Slots::for_reads(
-        rest.iter().map(|i| &*i.read),
+        rest.iter().filter(|i| i.needs_slot()).map(|i| &*i.read),
         slotted.min(2 * depth),
         &mut keep.arena,
     );
@@ -409,9 +414,9 @@ fn on_threads<T: Send, S>(
 }
 
 /// The reads of `items` on `depth` threads, each with one read in flight and, from its
-/// first read that needs one, a slot of its own (`size` bytes). Where reads need
-/// slots, no more threads than slots fit in [`SLOT_BYTES`]: 8 reads of 8 MiB in
-/// flight, not 64.
+/// first read that needs one, a slot of its own (`size` bytes: the longest of those
+/// reads). Where reads need slots, no more threads than slots fit in [`SLOT_BYTES`]:
+/// 8 reads of 8 MiB in flight, not 64.
 fn read_items_threads(
     file: &StreamFile<'_>,
     items: &mut [Item<'_, '_>],
@@ -420,16 +425,14 @@ fn read_items_threads(
     done: &mut (dyn FnMut(usize, &[u8]) + Send),
 ) -> io::Result<()> {
     let done = std::sync::Mutex::new(done);
-    let slotted = items
-        .iter()
-        .any(|i| i.phase == Phase::Direct || i.read.target.is_none());
+    let slotted = items.iter().any(Item::needs_slot);
     let threads = if slotted {
         depth.min(SLOT_BYTES.checked_div(size).unwrap_or(depth).max(1))
     } else {
         depth
     };
     on_threads(items, threads, Vec::new, |own: &mut Vec<u8>, item| {
-        let needs = item.phase == Phase::Direct || item.read.target.is_none();
+        let needs = item.needs_slot();
         if needs && own.is_empty() {
             *own = vec![0u8; size + DIRECT_ALIGN];
         }

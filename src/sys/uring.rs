@@ -109,9 +109,8 @@ pub(crate) fn read_stream(
                 break;
             };
             let item = &mut reads[f.read];
-            let this = item.phase;
+            let (this, needs_slot) = (item.phase, item.needs_slot());
             let read = &mut *item.read;
-            let needs_slot = this == Phase::Direct || read.target.is_none();
             if needs_slot && f.slot.is_none() {
                 match slots.free.pop() {
                     Some(s) => f.slot = Some(s),
