@@ -198,11 +198,13 @@ def _integers(k):
 
 
 def _take_indices(indices):
-    """``indices`` as NumPy's ``take`` converts them: an array cast to int64 under
-    ``same_kind`` casting (booleans are 0 and 1, floats refused), anything else as
-    ``np.asarray(indices, dtype=np.int64)`` makes it (lists and scalars by ``int()``)."""
-    if isinstance(indices, np.ndarray):
-        return indices.astype(np.int64, casting="same_kind", copy=False)
+    """``indices`` as NumPy's ``take`` converts them: an array (or an array-like but a
+    NumPy scalar) cast to int64 under ``same_kind`` casting (booleans are 0 and 1,
+    floats refused), anything else as ``np.asarray(indices, dtype=np.int64)`` makes it
+    (lists and scalars by ``int()``)."""
+    if isinstance(indices, np.ndarray) or (
+            hasattr(indices, "__array__") and not isinstance(indices, np.generic)):
+        return np.asarray(indices).astype(np.int64, casting="same_kind", copy=False)
     return np.asarray(indices, dtype=np.int64)
 
 

@@ -101,7 +101,8 @@ def test_take_and_array_indexing_equal_numpys_for_every_dtype(tmp_path, dtype, m
     _same(x.take([9, -9], axis=0, mode="wrap"), a.take([9, -9], axis=0, mode="wrap"))
     _same(x.take([9, -9], axis=0, mode="clip"), a.take([9, -9], axis=0, mode="clip"))
     # Indices as NumPy's take converts them: lists by int(), arrays cast same_kind.
-    for idx in ([True, False, True], np.array([True, False]), [1.9, -2.5], "3", np.uint8(2)):
+    for idx in ([True, False, True], np.array([True, False]), [1.9, -2.5], "3", np.uint8(2),
+                np.float64(4.0)):
         _same(x.take(idx, axis=1), a.take(idx, axis=1))
 
 
@@ -215,6 +216,13 @@ def test_out_of_range_and_unsupported_indices_are_refused_before_any_read(tmp_pa
             x[1, mask]
     with pytest.raises(TypeError, match="according to the rule 'same_kind'"):
         x.take(np.array([1.0], np.float32))
+
+    class Floats:
+        def __array__(self, dtype=None, copy=None):
+            return np.array([1.0])
+
+    with pytest.raises(TypeError, match="according to the rule 'same_kind'"):
+        x.take(Floats())  # an array-like is cast as an array, as NumPy casts it
     with pytest.raises(np.exceptions.AxisError):
         x.take([0], axis=3)
 
