@@ -93,25 +93,33 @@ fn rss_anon() -> u64 {
     proc_kib("/proc/self/status", "RssAnon:")
 }
 
-/// `f()`, and the most anonymous memory this process held beyond what it held before,
-/// sampled every 2 ms while `f` ran and once after.
-fn peak_anon_during<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    let base = rss_anon();
-    let peak = AtomicU64::new(0);
+/// `f()`, and the most each of `probes` read, sampled `every` while `f` ran and once
+/// after it: the peaks of memory during a case.
+fn peaks_during<T, const N: usize>(
+    every: std::time::Duration,
+    probes: [&(dyn Fn() -> u64 + Sync); N],
+    f: impl FnOnce() -> T,
+) -> (T, [u64; N]) {
+    let peaks: [AtomicU64; N] = std::array::from_fn(|_| AtomicU64::new(0));
+    let sample = || {
+        for (peak, probe) in peaks.iter().zip(&probes) {
+            peak.fetch_max(probe(), Ordering::Relaxed);
+        }
+    };
     let done = AtomicBool::new(false);
     let out = std::thread::scope(|s| {
         s.spawn(|| {
             while !done.load(Ordering::Relaxed) {
-                peak.fetch_max(rss_anon().saturating_sub(base), Ordering::Relaxed);
-                std::thread::sleep(std::time::Duration::from_millis(2));
+                sample();
+                std::thread::sleep(every);
             }
         });
         let out = f();
         done.store(true, Ordering::Relaxed);
         out
     });
-    peak.fetch_max(rss_anon().saturating_sub(base), Ordering::Relaxed);
-    (out, peak.into_inner())
+    sample();
+    (out, peaks.map(AtomicU64::into_inner))
 }
 
 /// The `ra` (or other program) a case is running now, for its anonymous memory.
@@ -179,32 +187,22 @@ struct Case {
 /// untimed (removing its output).
 fn run(name: &str, runs: usize, cold: bool, body: &dyn Fn(), tidy: &dyn Fn()) -> Case {
     let mut times = Vec::new();
-    let peak = AtomicU64::new(0);
-    let peak_dirty = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
+    let (mut peak_anon, mut peak_dirty) = (0, 0);
     let (mut wait, mut all) = (0, 0);
     for _ in 0..runs {
         if cold {
             drop_cache();
         }
         let base = rss_anon();
-        done.store(false, Ordering::Relaxed);
         let (w0, a0) = cpu_ticks();
-        let t = std::thread::scope(|s| {
-            s.spawn(|| {
-                while !done.load(Ordering::Relaxed) {
-                    let anon = rss_anon().saturating_sub(base).max(child_anon());
-                    peak.fetch_max(anon, Ordering::Relaxed);
-                    peak_dirty.fetch_max(dirty(), Ordering::Relaxed);
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-            });
+        let anon = || rss_anon().saturating_sub(base).max(child_anon());
+        let every = std::time::Duration::from_millis(20);
+        let (t, [a, d]) = peaks_during(every, [&anon, &dirty], || {
             let t = Instant::now();
             body();
-            let t = t.elapsed().as_secs_f64();
-            done.store(true, Ordering::Relaxed);
-            t
+            t.elapsed().as_secs_f64()
         });
+        (peak_anon, peak_dirty) = (peak_anon.max(a), peak_dirty.max(d));
         let (w1, a1) = cpu_ticks();
         (wait, all) = (wait + w1 - w0, all + a1 - a0);
         times.push(t);
@@ -214,8 +212,8 @@ fn run(name: &str, runs: usize, cold: bool, body: &dyn Fn(), tidy: &dyn Fn()) ->
     Case {
         name: name.into(),
         times,
-        peak_anon: peak.into_inner(),
-        peak_dirty: peak_dirty.into_inner(),
+        peak_anon,
+        peak_dirty,
         wait: 100.0 * wait as f64 / all.max(1) as f64,
     }
 }
@@ -949,7 +947,10 @@ fn gathers(b: &Bench, path: &Path, gib: u64) {
                 let mut floor = 0.0;
                 for (w, (_, way)) in ways.iter().enumerate() {
                     drop_cache();
-                    let (rate, peak) = peak_anon_during(|| match way {
+                    let base = rss_anon();
+                    let anon = || rss_anon().saturating_sub(base);
+                    let every = std::time::Duration::from_millis(2);
+                    let (rate, [peak]) = peaks_during(every, [&anon], || match way {
                         Way::Fio(block) => fio_iops(&p, *block, n),
                         Way::Replay => fio_replay_iops(&p, &blocks),
                         Way::Gather(options) | Way::Fresh(options) => {
