@@ -181,7 +181,8 @@ impl DataReader {
     /// sorted by where they lie, merged where they overlap, touch or lie at most 16 KiB
     /// apart, long ones cut at 8 MiB, and kept in flight 64 at a time (fewer of a MiB
     /// or more: at most 64 MiB of buffers; io_uring on Linux, threads elsewhere), what
-    /// the page cache holds from it and the rest around it ([`read_many_into_with`](Self::read_many_into_with) says otherwise). This is
+    /// the page cache holds from it and the rest around it
+    /// ([`read_many_into_with`](Self::read_many_into_with) says otherwise). This is
     /// the way to read a shuffled batch of samples from a file larger than memory,
     /// where a mapping would fault them in one read-ahead window at a time. The reader
     /// keeps its io_uring ring, its file opened around the cache, and aligned buffers

@@ -15,8 +15,8 @@ use crate::common::tmp;
 use crate::s3_server::Server;
 
 /// A float32 volume of frames of 8 KiB ([32, 64, frames]): frames 4 apart (24 KiB
-/// between them) are farther than a gather merges (16 KiB), neighbours closer. Low entropy, so that LZ4
-/// makes it smaller and the compressed file is really compressed.
+/// between them) are farther than a gather merges (16 KiB), neighbours closer. Low
+/// entropy, so that LZ4 makes it smaller and the compressed file is really compressed.
 fn volume(frames: usize) -> ArrayD<f32> {
     Array3::from_shape_fn((32, 64, frames).f(), |(i, j, k)| {
         ((i * 7 + j * 3 + k * 11) % 50) as f32 - 0.5
