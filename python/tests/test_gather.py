@@ -153,15 +153,20 @@ def test_take_into_out_fills_it_as_numpy_does(tmp_path, cached, monkeypatch):
     assert landed == []
 
 
+def _big_endian(plain, big, a):
+    """Writes ``big``: the 3-D array ``a``, stored in ``plain``, as a big-endian file
+    (header words and data swapped, flag bit 0 set)."""
+    head = np.frombuffer(plain.read_bytes()[:72], "<u8").copy()
+    head[1] |= 1
+    data = np.asfortranarray(a).astype(a.dtype.newbyteorder(">"))
+    big.write_bytes(head.astype(">u8").tobytes() + data.tobytes(order="F"))
+
+
 def test_every_encoding_gathers_the_same(tmp_path, monkeypatch):
     a = _data("<f4")
     rastore.write(tmp_path / "plain.ra", a)
     rastore.write(tmp_path / "lz4.ra", np.round(a), compress=True)
-    raw = (tmp_path / "plain.ra").read_bytes()
-    head = np.frombuffer(raw[:72], "<u8").copy()
-    head[1] |= 1
-    big = head.astype(">u8").tobytes() + np.asfortranarray(a).astype(">f4").tobytes(order="F")
-    (tmp_path / "big.ra").write_bytes(big)
+    _big_endian(tmp_path / "plain.ra", tmp_path / "big.ra", a)
     np.save(tmp_path / "c.npy", np.ascontiguousarray(a))
     made = _gathers(monkeypatch)
     for name, want in [("plain.ra", a), ("lz4.ra", np.round(a)), ("big.ra", a), ("c.npy", a)]:
@@ -180,11 +185,7 @@ def test_every_encoding_gathers_the_same(tmp_path, monkeypatch):
 def test_a_big_endian_file_is_read_by_its_reader_not_decoded_whole(tmp_path, monkeypatch):
     a = _data("<i8", shape=(8, 4, 6))
     rastore.write(tmp_path / "plain.ra", a)
-    raw = (tmp_path / "plain.ra").read_bytes()
-    head = np.frombuffer(raw[:72], "<u8").copy()
-    head[1] |= 1
-    (tmp_path / "big.ra").write_bytes(
-        head.astype(">u8").tobytes() + np.asfortranarray(a).astype(">i8").tobytes(order="F"))
+    _big_endian(tmp_path / "plain.ra", tmp_path / "big.ra", a)
     monkeypatch.setattr(rastore._rastore, "read", lambda *args, **kw: pytest.fail("decoded whole"))
     x = rastore.Array(tmp_path / "big.ra")
     assert x.dtype == np.dtype("i8") and x.shape == (8, 4, 6)
