@@ -240,7 +240,7 @@ impl RemoteRa {
         self.read_into(offset..offset + slab.size(), out)?;
         // The slab's first element, for a message naming a bad one.
         let first = (offset - self.header.data_offset()) / self.header.dtype().elbyte.max(1);
-        to_native(&self.header, out, first).at(&self.url.shown())
+        native_checked(&self.header, out, first).at(&self.url.shown())
     }
 
     /// The range `frames` of the last axis, as an array.
@@ -314,7 +314,7 @@ pub(super) fn ranged_into(
 /// `out`, fetched from plain data of `header`, as a local reader gives it: in native
 /// byte order, and Julia Bools checked to be 0 or 1 (`first`: the index of its first
 /// element, for the message).
-pub(super) fn to_native(header: &Header, out: &mut [u8], first: u64) -> Result<()> {
+pub(super) fn native_checked(header: &Header, out: &mut [u8], first: u64) -> Result<()> {
     if !header.native_endian() {
         if let Some(unit) = header.dtype().swap_unit() {
             crate::codec::swap_bytes(out, unit);

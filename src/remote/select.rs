@@ -10,7 +10,7 @@
 use futures::{StreamExt, TryStreamExt};
 
 use super::client::{get_exact, remote_err, runtime};
-use super::read::{to_native, RemoteRa};
+use super::read::{native_checked, RemoteRa};
 use crate::error::{Result, ResultExt};
 use crate::gather::plan;
 use crate::selection::{self, batch, fit, Stride};
@@ -82,7 +82,7 @@ impl RemoteRa {
         }
         // A gather's elements come from anywhere: an offending one is named by its
         // place in `out`.
-        to_native(header, out, 0).at(&shown)
+        native_checked(header, out, 0).at(&shown)
     }
 
     /// Whole frames (indices of the last axis) into `out`, in the order given, repeats
