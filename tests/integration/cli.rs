@@ -4,22 +4,16 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{conformance_dir, loader_failed, tmp, words, MAGIC};
+use crate::common::{conformance_dir, tmp, until_started, words, MAGIC};
 
 pub fn ra() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ra"))
 }
 
-/// Runs `ra args`, starting it again if the Windows loader refused it (see
-/// `loader_failed`).
+/// Runs `ra args`, starting it again if Windows failed to start it (see
+/// `until_started`).
 pub fn run(args: &[&str]) -> Output {
-    for _ in 0..3 {
-        let out = ra().args(args).output().unwrap();
-        if !loader_failed(&out.status) {
-            return out;
-        }
-    }
-    panic!("ra {args:?}: the Windows loader failed to start it three times");
+    until_started(&args, || ra().args(args).output())
 }
 
 fn stdout(o: &Output) -> String {

@@ -12,7 +12,7 @@ use rastore::ndarray::{Array1, Array2, Array3};
 use rastore::{ndarray, WriteOptions};
 
 use crate::cli::ra;
-use crate::common::{loader_failed, tmp};
+use crate::common::{tmp, until_started};
 
 /// Mutated inputs per run: about 1,200 `ra` processes, a few seconds.
 const CASES: usize = 90;
@@ -171,26 +171,19 @@ fn mutate(rng: &mut Rng, data: &[u8]) -> Vec<u8> {
     d
 }
 
-/// Runs `ra args`, killing it if it hangs, and starting it again if the Windows
-/// loader refused it (see `loader_failed`).
+/// Runs `ra args`, killing it if it hangs, and starting it again if Windows failed
+/// to start it (see `until_started`).
 fn run(args: &[String]) -> Output {
-    for _ in 0..3 {
-        let out = run_once(args);
-        if !loader_failed(&out.status) {
-            return out;
-        }
-    }
-    panic!("ra {args:?}: the Windows loader failed to start it three times");
+    until_started(&args, || run_once(args))
 }
 
-fn run_once(args: &[String]) -> Output {
+fn run_once(args: &[String]) -> std::io::Result<Output> {
     let mut child: std::process::Child = ra()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn()?;
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > HANG {
@@ -199,7 +192,7 @@ fn run_once(args: &[String]) -> Output {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    child.wait_with_output().unwrap()
+    child.wait_with_output()
 }
 
 fn listing(dir: &Path) -> Vec<String> {

@@ -134,10 +134,26 @@ pub fn noise(n: usize, mut seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// Whether a child process died in the Windows loader before its `main` ran:
-/// `STATUS_DLL_INIT_FAILED` (0xC0000142). Wine returns it now and then when many
-/// processes start at once on a busy machine; the program under test never ran, so
-/// the caller starts it again. No Unix exit code can take this value.
-pub fn loader_failed(status: &std::process::ExitStatus) -> bool {
-    status.code() == Some(0xC000_0142_u32 as i32)
+/// Runs `attempt`, which starts `ra` and waits for it, again when the child never
+/// ran: at most three times. Wine fails a start now and then when many processes
+/// start at once on a busy machine, in one of two ways:
+/// - the child dies in the loader before its `main`, with `STATUS_DLL_INIT_FAILED`
+///   (0xC0000142), which no Unix exit code can take;
+/// - `CreateProcess` itself fails with `ERROR_INTERNAL_ERROR` (1359), which no Unix
+///   errno takes.
+///
+/// Any other failure to start is the test's failure.
+pub fn until_started(
+    what: &dyn std::fmt::Debug,
+    mut attempt: impl FnMut() -> std::io::Result<std::process::Output>,
+) -> std::process::Output {
+    for _ in 0..3 {
+        match attempt() {
+            Ok(out) if out.status.code() == Some(0xC000_0142_u32 as i32) => {}
+            Ok(out) => return out,
+            Err(e) if e.raw_os_error() == Some(1359) => {}
+            Err(e) => panic!("ra {what:?} did not start: {e}"),
+        }
+    }
+    panic!("ra {what:?}: Windows failed to start it three times");
 }

@@ -8,12 +8,8 @@ use std::process::Output;
 
 use rastore::{ErrorKind, MAGIC};
 
-use crate::cli::ra;
+use crate::cli::run;
 use crate::common::{numpy_available, python, tmp, words};
-
-fn run(args: &[&str]) -> Output {
-    ra().args(args).output().unwrap()
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -394,7 +390,10 @@ fn a_killed_convert_leaves_nothing_beside_the_destination() {
     let mut killed = 0;
     for delay_ms in [30u64, 80, 150, 250, 400] {
         let _ = std::fs::remove_file(&out);
-        let mut child = ra().args(["convert", s(&input), s(&out)]).spawn().unwrap();
+        let mut child = crate::cli::ra()
+            .args(["convert", s(&input), s(&out)])
+            .spawn()
+            .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         let running = child.try_wait().unwrap().is_none();
         child.kill().unwrap();

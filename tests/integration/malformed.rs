@@ -6,7 +6,7 @@ use rastore::fuzzing::image;
 use rastore::{ErrorKind, Header};
 
 use crate::cli::ra;
-use crate::common::{tmp, MAGIC};
+use crate::common::{tmp, until_started, MAGIC};
 
 /// What a case must give.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -216,7 +216,7 @@ fn generated_malformed_suite() {
         let p = dir.path().join(format!("{name}.ra"));
         std::fs::write(&p, bytes).unwrap();
         for sub in ["info", "verify"] {
-            let o = ra().arg(sub).arg(&p).output().unwrap();
+            let o = until_started(&sub, || ra().arg(sub).arg(&p).output());
             let err = String::from_utf8_lossy(&o.stderr);
             let header_ok = !matches!(want, Want::Valid | Want::BadData);
             let expect_fail = header_ok || (sub == "verify" && *want == Want::BadData);
