@@ -213,21 +213,21 @@ struct Slots<'k> {
 }
 
 impl<'k> Slots<'k> {
-    /// Slots for `reads`, at most `count` of them and [`SLOT_BYTES`] in all (at least
-    /// one), each large enough for any of them read around the cache.
+    /// Slots for `reads` (those that need one): one per read, at most `most` of them
+    /// and [`SLOT_BYTES`] in all (at least one), each large enough for any of them read
+    /// around the cache.
     fn for_reads<'r, 'a: 'r>(
         reads: impl Iterator<Item = &'r StreamRead<'a>>,
-        count: usize,
+        most: usize,
         arena: &'k mut Vec<u8>,
     ) -> Slots<'k> {
-        let size = reads
-            .map(|r| aligned(r.offset, r.len, DIRECT_ALIGN).1)
-            .max()
-            .unwrap_or(0)
-            .next_multiple_of(DIRECT_ALIGN);
+        let (reads, longest) = reads.fold((0, 0), |(n, longest), r| {
+            (n + 1, longest.max(aligned(r.offset, r.len, DIRECT_ALIGN).1))
+        });
+        let size = longest.next_multiple_of(DIRECT_ALIGN);
         let count = SLOT_BYTES
             .checked_div(size)
-            .map_or(0, |fit| count.min(fit).max(1));
+            .map_or(0, |fit| reads.min(most).min(fit).max(1));
         Slots {
             arena,
             size,
@@ -290,10 +290,9 @@ pub(crate) fn read_stream(
     }
     // Twice as many slots as reads in flight (new reads go out before the bytes of
     // those just done are copied from theirs), for the reads that need one.
-    let slotted = rest.iter().filter(|i| i.needs_slot()).count();
     let mut slots = Slots::for_reads(
         rest.iter().filter(|i| i.needs_slot()).map(|i| &*i.read),
-        slotted.min(2 * depth),
+        2 * depth,
         &mut keep.arena,
     );
     // The copies are the CPUs' work; the device's reads wait on it, mostly asleep.
