@@ -202,8 +202,7 @@ def _take_indices(indices):
     NumPy scalar) cast to int64 under ``same_kind`` casting (booleans are 0 and 1,
     floats refused), anything else as ``np.asarray(indices, dtype=np.int64)`` makes it
     (lists and scalars by ``int()``)."""
-    if isinstance(indices, np.ndarray) or (
-            hasattr(indices, "__array__") and not isinstance(indices, np.generic)):
+    if hasattr(indices, "__array__") and not isinstance(indices, np.generic):
         return np.asarray(indices).astype(np.int64, casting="same_kind", copy=False)
     return np.asarray(indices, dtype=np.int64)
 
