@@ -11,7 +11,7 @@ use rastore::ndarray::{Array3, ArrayD, Axis, ShapeBuilder, Slice};
 use rastore::remote::RemoteRa;
 use rastore::{DataReader, ErrorKind, Stride, WriteOptions};
 
-use crate::common::tmp;
+use crate::common::{tmp, words, MAGIC};
 use crate::s3_server::Server;
 
 /// A float32 volume of frames of 8 KiB ([32, 64, frames]): frames 4 apart (24 KiB
@@ -388,7 +388,6 @@ fn one_reader_gathers_on_several_threads_at_once() {
 /// its place in what was read.
 #[test]
 fn bools_neither_0_nor_1_are_refused_from_objects_as_from_files() {
-    use crate::common::{words, MAGIC};
     // Bools [4, 3]; element 5 ([1, 1]) holds 7.
     let mut bytes = words(&[MAGIC, 0, 5, 1, 12, 2, 4, 3]);
     bytes.extend([1, 0, 1, 0, 0, 7, 0, 1, 1, 0, 1, 0]);

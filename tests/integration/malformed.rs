@@ -5,8 +5,8 @@
 use rastore::fuzzing::image;
 use rastore::{ErrorKind, Header};
 
-use crate::cli::ra;
-use crate::common::{tmp, until_started, MAGIC};
+use crate::cli::run;
+use crate::common::{tmp, MAGIC};
 
 /// What a case must give.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -216,7 +216,7 @@ fn generated_malformed_suite() {
         let p = dir.path().join(format!("{name}.ra"));
         std::fs::write(&p, bytes).unwrap();
         for sub in ["info", "verify"] {
-            let o = until_started(&sub, || ra().arg(sub).arg(&p).output());
+            let o = run(&[sub, p.to_str().unwrap()]);
             let err = String::from_utf8_lossy(&o.stderr);
             let header_ok = !matches!(want, Want::Valid | Want::BadData);
             let expect_fail = header_ok || (sub == "verify" && *want == Want::BadData);
@@ -313,7 +313,7 @@ fn no_subcommand_shrinks_a_file_in_place() {
     for (name, args) in runs {
         let (held, len) = setup(name);
         let ino = held.metadata().unwrap().ino();
-        let o = ra().args(&args).output().unwrap();
+        let o = crate::cli::ra().args(&args).output().unwrap();
         assert!(
             o.status.success(),
             "{args:?}: {}",
