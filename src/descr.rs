@@ -313,6 +313,16 @@ impl Descr {
                 if fields.is_empty() {
                     return Err(bad("descr: a structured dtype needs at least one field"));
                 }
+                // NumPy refuses a name used twice ("name already used as a name or
+                // title"); unnamed fields are padding, and may repeat.
+                let mut seen = std::collections::HashSet::new();
+                let named = fields.iter().filter(|f| !f.name.is_empty());
+                if let Some(f) = named.into_iter().find(|f| !seen.insert(f.name.as_str())) {
+                    return Err(bad(format!(
+                        "descr: field name {:?} is used twice (NumPy refuses it)",
+                        f.name
+                    )));
+                }
                 Ok(Descr::Struct(fields))
             }
             other => Err(bad(format!(
@@ -366,6 +376,26 @@ impl Descr {
         if !"biufcSUV".contains(kind) {
             return Err(bad(format!(
                 "descr {s:?}: kind '{kind}' is not supported (objects and datetimes are not supported)"
+            )));
+        }
+        // The sizes NumPy has for each numeric kind: it refuses any other ('<u3').
+        let sizes: &[u64] = match kind {
+            'b' => &[1],
+            'i' | 'u' => &[1, 2, 4, 8],
+            'f' => &[2, 4, 8, 16],
+            'c' => &[8, 16, 32],
+            _ => &[],
+        };
+        if !sizes.is_empty() && !sizes.contains(&count) {
+            let what = match kind {
+                'b' => "bool",
+                'i' => "signed integer",
+                'u' => "unsigned integer",
+                'f' => "float",
+                _ => "complex",
+            };
+            return Err(bad(format!(
+                "descr {s:?}: NumPy has no {count}-byte {what} type (sizes {sizes:?})"
             )));
         }
         if d.itemsize()? == 0 {
@@ -580,5 +610,28 @@ mod tests {
         assert_eq!(d.itemsize().unwrap(), 10 + 4 + 4 + 16 + 1);
         assert_eq!(d.to_python(), text);
         assert_eq!(d.dtype().unwrap(), DType::user(35));
+    }
+
+    #[test]
+    fn refuses_what_numpy_refuses() {
+        let err = |t: &str| Descr::parse(t).unwrap_err().to_string();
+        assert!(
+            err("'<u3'").contains("no 3-byte unsigned integer"),
+            "{}",
+            err("'<u3'")
+        );
+        assert!(err("'<i16'").contains("no 16-byte signed integer"));
+        assert!(err("'<c4'").contains("no 4-byte complex"));
+        assert!(err("'|b2'").contains("no 2-byte bool"));
+        let twice = err("[('a', '<i4'), ('a', '<f8')]");
+        assert!(twice.contains("\"a\" is used twice"), "{twice}");
+        // Padding fields have no name, and may repeat; every size NumPy has is taken.
+        let padded = "[('x', '<f8'), ('', '|V4'), ('y', '<f8'), ('', '|V4')]";
+        assert_eq!(Descr::parse(padded).unwrap().itemsize().unwrap(), 24);
+        for t in [
+            "'<f2'", "'<f16'", "'<c32'", "'|u1'", "'<i8'", "'|S3'", "'|V3'", "'<U3'",
+        ] {
+            assert!(Descr::parse(t).is_ok(), "{t}");
+        }
     }
 }

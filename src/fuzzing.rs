@@ -526,3 +526,273 @@ pub fn zarr(data: &[u8]) {
     // The output, a chunk decoded and its column-major copy, and the codecs' state.
     check_peak_beyond("zarr", data, peak, 4, 3 * ZARR_BYTES as usize + (16 << 20));
 }
+
+/// Extents the `engine` target draws: small ones, and the huge ones that only a zero
+/// extent beside them lets through (a zero-element array may be 2^63 long).
+const EXTENTS: [u64; 12] = [
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    7,
+    9,
+    1 << 32,
+    1 << 63,
+    u64::MAX,
+    u64::MAX >> 1,
+];
+
+/// A structure-aware input of the engine: a `.ra`, `.npy`, `.npz` or PNG file built
+/// from drawn fields, then mutated at a few drawn bytes.
+#[derive(Debug, Clone)]
+pub struct EngineInput {
+    /// The file's bytes.
+    pub bytes: Vec<u8>,
+    /// The name it is converted under (its extension is a hint only: the engine tells
+    /// formats by their contents).
+    pub name: &'static str,
+}
+
+impl<'a> Arbitrary<'a> for EngineInput {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let ndims = u.int_in_range(0..=5usize)?;
+        let dims: Vec<u64> = (0..ndims)
+            .map(|_| u.choose(&EXTENTS).copied())
+            .collect::<arbitrary::Result<_>>()?;
+        let kind = u.int_in_range(0..=4u8)?;
+        let (mut bytes, name) = match kind {
+            0 => (engine_ra(u, &dims)?, "in.ra"),
+            1 => (engine_npy(u, &dims)?, "in.npy"),
+            2 => {
+                let member = engine_npy(u, &dims)?;
+                let two = u.ratio(1, 4)?;
+                (engine_npz(&member, two), "in.npz")
+            }
+            3 => (engine_png(u)?, "in.png"),
+            // Any bytes, under any of the names.
+            _ => {
+                let name = *u.choose(&["in.ra", "in.npy", "in.npz", "in.png", "in.dat"])?;
+                let n = u.arbitrary_len::<u8>()?;
+                (u.bytes(n)?.to_vec(), name)
+            }
+        };
+        // A few bytes changed, anywhere: past the structure the fields made.
+        for _ in 0..u.int_in_range(0..=3u8)? {
+            if bytes.is_empty() {
+                break;
+            }
+            let at = u.choose_index(bytes.len())?;
+            bytes[at] = u.arbitrary()?;
+        }
+        Ok(EngineInput { bytes, name })
+    }
+}
+
+/// A `.ra` of `dims` with a drawn type, flags, size and trailer.
+fn engine_ra(u: &mut Unstructured<'_>, dims: &[u64]) -> arbitrary::Result<Vec<u8>> {
+    let flags: u64 = *u.choose(&[0, 0, 0, 1, 2, 4, 3])?;
+    let (eltype, elbyte): (u64, u64) = *u.choose(&[
+        (1, 4),
+        (2, 1),
+        (2, 2),
+        (3, 4),
+        (3, 8),
+        (4, 16),
+        (5, 1),
+        (5, 8),
+        (0, 3),
+        (2, 3),
+    ])?;
+    let count = checked_bytes_or_max(1, dims);
+    let size = if flags & 4 != 0 {
+        8 * count.div_ceil(64)
+    } else {
+        checked_bytes_or_max(elbyte, dims)
+    };
+    let size = if u.ratio(1, 8)? {
+        u.int_in_range(0..=64)?
+    } else {
+        size
+    };
+    let body = u.bytes(u.len().min(size.min(1 << 16) as usize))?.to_vec();
+    let trailer: Vec<u8> = match u.int_in_range(0..=3u8)? {
+        0 => Vec::new(),
+        1 => b"---\nattrs: {a: 1}\n".to_vec(),
+        _ => u.bytes(u.len().min(24))?.to_vec(),
+    };
+    let words: Vec<u64> = [MAGIC, flags, eltype, elbyte, size, dims.len() as u64]
+        .into_iter()
+        .chain(dims.iter().copied())
+        .collect();
+    let mut file = image(&words, &body, u.ratio(1, 8)?);
+    file.extend_from_slice(&trailer);
+    Ok(file)
+}
+
+/// `elbyte × Π dims`, or `u64::MAX` when it overflows.
+fn checked_bytes_or_max(elbyte: u64, dims: &[u64]) -> u64 {
+    crate::header::checked_bytes(elbyte, dims).unwrap_or(u64::MAX)
+}
+
+/// A `.npy` of `dims` with a drawn descr (simple, structured, and some NumPy refuses)
+/// and order.
+fn engine_npy(u: &mut Unstructured<'_>, dims: &[u64]) -> arbitrary::Result<Vec<u8>> {
+    let descr = *u.choose(&[
+        "'<f8'",
+        "'>i4'",
+        "'|u1'",
+        "'|b1'",
+        "'<c16'",
+        "'<f2'",
+        "'|S3'",
+        "'<U2'",
+        "'<u3'",
+        "[('a', '<i4'), ('b', '<f8')]",
+        "[('a', '<i4'), ('a', '<f8')]",
+        "[('x', '<f4'), ('', '|V4')]",
+    ])?;
+    let fortran = u.arbitrary::<bool>()?;
+    let shape = crate::descr::shape_python(dims);
+    let order = if fortran { "True" } else { "False" };
+    let dict = format!("{{'descr': {descr}, 'fortran_order': {order}, 'shape': {shape}, }}");
+    let total = (10 + dict.len() + 1).div_ceil(64) * 64;
+    let mut file = crate::sniff::NPY_MAGIC.to_vec();
+    file.extend([1u8, 0]);
+    file.extend(((total - 10) as u16).to_le_bytes());
+    file.extend(dict.as_bytes());
+    file.resize(total - 1, b' ');
+    file.push(b'\n');
+    let want = u.int_in_range(0..=512usize)?;
+    file.extend_from_slice(u.bytes(u.len().min(want))?);
+    Ok(file)
+}
+
+/// An `.npz` of `member` (twice, under two names, when `two`), stored.
+fn engine_npz(member: &[u8], two: bool) -> Vec<u8> {
+    let path = scratch_dir().join("build.npz");
+    let file = std::fs::File::create(&path).expect("scratch npz");
+    let mut w = crate::formats::npz::NpzWriter::new(&file, &path);
+    let names: &[&str] = if two { &["a", "b"] } else { &["a"] };
+    for n in names {
+        w.add(n, member, member.len() as u64).expect("add a member");
+    }
+    w.finish().expect("finish the npz");
+    drop(file);
+    std::fs::read(&path).expect("read the npz back")
+}
+
+/// A small PNG of drawn size, color type and depth, with drawn pixels.
+fn engine_png(u: &mut Unstructured<'_>) -> arbitrary::Result<Vec<u8>> {
+    use ::png::{BitDepth, ColorType};
+    let (w, h) = (u.int_in_range(1..=9u32)?, u.int_in_range(1..=9u32)?);
+    let (color, channels) = *u.choose(&[
+        (ColorType::Grayscale, 1),
+        (ColorType::GrayscaleAlpha, 2),
+        (ColorType::Rgb, 3),
+        (ColorType::Rgba, 4),
+    ])?;
+    let (depth, bytes) = *u.choose(&[(BitDepth::Eight, 1), (BitDepth::Sixteen, 2)])?;
+    let n = (w * h) as usize * channels * bytes;
+    let mut pixels = u.bytes(u.len().min(n))?.to_vec();
+    pixels.resize(n, 0);
+    let mut out = Vec::new();
+    let mut enc = ::png::Encoder::new(&mut out, w, h);
+    enc.set_color(color);
+    enc.set_depth(depth);
+    let mut writer = enc
+        .write_header()
+        .map_err(|_| arbitrary::Error::IncorrectFormat)?;
+    writer
+        .write_image_data(&pixels)
+        .map_err(|_| arbitrary::Error::IncorrectFormat)?;
+    drop(writer);
+    Ok(out)
+}
+
+/// Largest array the `engine` target reads back whole to compare.
+const ENGINE_BYTES: u64 = 1 << 20;
+
+/// The engine end to end, as `ra convert` and `rastore.convert` run it: a
+/// structure-aware input ([`EngineInput`]) converted into every output (`.ra`, `.ra`
+/// compressed, `.npy`, `.png`, Zarr), each output opened again by the engine and
+/// compared with the input as the engine reads it. Each conversion either fails or
+/// gives the same array: type, dims, data, and the trailer where the output keeps it
+/// (PNG keeps 8- and 16-bit pixels; other types are scaled, and only their dims are
+/// compared). Never a panic, and nothing left in the folder after a failure.
+pub fn engine(data: &[u8]) {
+    let Ok(input) = EngineInput::arbitrary_take_rest(Unstructured::new(data)) else {
+        return;
+    };
+    let path = scratch_file(input.name, &input.bytes);
+    let outs = scratch_dir().join("engine");
+    let _ = std::fs::remove_dir_all(&outs);
+    std::fs::create_dir_all(&outs).expect("scratch output folder");
+    let peak = peak_during(|| engine_outputs(&path, &outs));
+    check_peak_beyond("engine", &input.bytes, peak, 8, 8 * ENGINE_BYTES as usize);
+}
+
+/// Converts `input` into each output in `outs` and checks what comes back.
+fn engine_outputs(input: &Path, outs: &Path) {
+    let options = ConvertOptions::new();
+    let Ok(source) = crate::convert::open(input, &options) else {
+        // Refused as one array: an archive of several, or bad input. A folder output
+        // takes an archive's members; whatever it makes must read back.
+        let folder = outs.join("members");
+        if convert(input, &folder, &options, &mut |_, _| ()).is_ok() {
+            for e in std::fs::read_dir(&folder).expect("the folder convert made") {
+                crate::read_raw(e.expect("a member").path()).expect("a member reads back");
+            }
+        } else {
+            assert!(!folder.exists(), "a failed conversion left {folder:?}");
+        }
+        return;
+    };
+    let want = source.desc().clone();
+    let small = want.nbytes() <= ENGINE_BYTES;
+    let expected = small.then(|| read_all(source.as_ref()));
+    drop(source);
+    let mut sinks = vec![
+        ("o.ra", ConvertOptions::new()),
+        ("oz.ra", ConvertOptions::new().compress(true)),
+        ("o.npy", ConvertOptions::new()),
+        ("o.png", ConvertOptions::new()),
+    ];
+    #[cfg(feature = "zarr")]
+    sinks.push(("o.zarr", ConvertOptions::new().zarr_array(true)));
+    for (name, opts) in sinks {
+        let out = outs.join(name);
+        if convert(input, &out, &opts, &mut |_, _| ()).is_err() {
+            assert!(!out.exists(), "a failed conversion left {out:?}");
+            continue;
+        }
+        let back = crate::convert::open(&out, &opts)
+            .unwrap_or_else(|e| panic!("{name} written from {input:?} does not open: {e}"));
+        let got = back.desc();
+        assert_eq!(got.dims, want.dims, "{name}: dims");
+        let exact = match name {
+            "o.png" => matches!(want.dtype, DType::U8 | DType::U16),
+            _ => true,
+        };
+        if exact {
+            assert_eq!(got.dtype, want.dtype, "{name}: type");
+        }
+        if matches!(name, "o.ra" | "oz.ra" | "o.zarr") {
+            assert_eq!(got.trailer, want.trailer, "{name}: trailer");
+        }
+        if let (true, Some(expected)) = (exact, &expected) {
+            assert_eq!(&read_all(back.as_ref()), expected, "{name}: data");
+        }
+    }
+}
+
+/// Every element of `source`, column-major.
+fn read_all(source: &dyn crate::convert::Source) -> Vec<u8> {
+    let desc = source.desc();
+    let mut out = vec![0u8; desc.nbytes() as usize];
+    source
+        .read_box(&crate::convert::Block::all(&desc.dims), &mut out)
+        .expect("a source reads its whole array");
+    out
+}

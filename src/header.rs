@@ -483,12 +483,22 @@ fn shape_bytes(elbyte: u64, dims: &[u64]) -> Result<(u64, u64)> {
         elbyte,
         dims: dims.to_vec(),
     };
-    let count = dims
-        .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(overflow)?;
-    let nbytes = count.checked_mul(elbyte).ok_or_else(overflow)?;
+    let count = checked_bytes(1, dims).ok_or_else(overflow)?;
+    let nbytes = checked_bytes(elbyte, dims).ok_or_else(overflow)?;
     Ok((count, nbytes))
+}
+
+/// `itemsize × Π extents`, the bytes of a box or an array, or `None` when it does not
+/// fit in 64 bits. An extent of zero makes it zero however large the others are, in
+/// whatever order they come: `[2^63, 4, 0]` holds no bytes, as `[0, 2^63, 4]` holds
+/// none (a product taken left to right would overflow on the first and not the second).
+pub fn checked_bytes(itemsize: u64, extents: &[u64]) -> Option<u64> {
+    if extents.contains(&0) {
+        return Some(0);
+    }
+    extents
+        .iter()
+        .try_fold(itemsize, |acc, &d| acc.checked_mul(d))
 }
 
 #[cfg(test)]

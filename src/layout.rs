@@ -19,9 +19,7 @@ pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 pub fn frame_chunks(dims: &[u64], itemsize: u64, target: u64) -> Vec<u64> {
     let mut chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
     for k in (0..dims.len()).rev() {
-        let inner = dims[..k]
-            .iter()
-            .try_fold(itemsize, |acc, &d| acc.checked_mul(d))
+        let inner = crate::header::checked_bytes(itemsize, &dims[..k])
             .unwrap_or(u64::MAX)
             .max(1);
         let whole = inner.saturating_mul(dims[k].max(1));

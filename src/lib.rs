@@ -87,7 +87,7 @@ pub use dtype::{DType, Element, Kind};
 pub use edit::{replace_metadata, reshape};
 pub use error::{Error, ErrorKind, Result, ViewRefusal};
 pub use formats::npy::MappedNpy;
-pub use header::{header_len, Encoding, Flags, Header, FIXED_LEN, MAGIC};
+pub use header::{checked_bytes, header_len, Encoding, Flags, Header, FIXED_LEN, MAGIC};
 pub use layout::{copy_to_fortran, transpose_c_to_f, Progress};
 pub use mapped::{MappedRa, MappedRaMut};
 pub use read::{

@@ -63,21 +63,28 @@ pub(crate) fn runs(
     let mut len = stride.get(whole).copied().unwrap_or(s);
     let mut first = whole;
     if let Some(x) = sel.get(whole).filter(|x| x.step == 1) {
-        len *= x.count;
+        len = len.saturating_mul(x.count);
         first += 1;
     }
-    let from: u64 = base
-        + sel
-            .iter()
+    // A selection of no elements has no runs; the sums below then need not fit.
+    let empty = sel.iter().any(|x| x.count == 0);
+    let from: u64 = base.saturating_add(
+        sel.iter()
             .zip(&stride)
-            .map(|(x, s)| x.start * s)
-            .sum::<u64>();
+            .map(|(x, s)| x.start.saturating_mul(*s))
+            .fold(0u64, u64::saturating_add),
+    );
     let outer: Vec<(u64, u64)> = sel[first..]
         .iter()
         .zip(&stride[first..])
-        .map(|(x, s)| (x.count, x.step * s))
+        .map(|(x, s)| (x.count, x.step.saturating_mul(*s)))
         .collect();
-    let total: u64 = outer.iter().map(|(c, _)| c).product();
+    let counts: Vec<u64> = outer.iter().map(|(c, _)| *c).collect();
+    let total = if empty {
+        0
+    } else {
+        crate::header::checked_bytes(1, &counts).unwrap_or(0)
+    };
     let mut index = vec![0u64; outer.len()];
     let mut at = from;
     (0..total).map(move |i| {
@@ -159,6 +166,13 @@ pub(crate) fn frames(header: &Header, indices: &[u64]) -> Result<u64> {
             }
             .into()
         })
+}
+
+/// The bytes of the elements `sel` picks, of `elbyte` bytes each (`u64::MAX` when
+/// they could not be counted: no buffer is that long).
+pub(crate) fn bytes_of(sel: &[Stride], elbyte: u64) -> u64 {
+    let counts: Vec<u64> = sel.iter().map(|s| s.count).collect();
+    crate::header::checked_bytes(elbyte, &counts).unwrap_or(u64::MAX)
 }
 
 /// Refuses a buffer of another length than the `want` bytes to be read into it.

@@ -30,7 +30,7 @@ fn main() {
             .join("MANIFEST.md")
             .is_file()
             .then(|| conformance.display().to_string()),
-        "set RASTORE_CONFORMANCE to the folder of ../shared/conformance",
+        common::CONFORMANCE_WHAT,
     );
     if cfg!(windows) {
         println!("environment: NumPy and Pillow: judge on Linux (the Windows run skips them)");

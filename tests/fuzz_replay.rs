@@ -25,7 +25,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// A fuzz target's body.
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 11] = [
+const TARGETS: [(&str, Target); 12] = [
     ("header", fuzzing::header),
     ("file", fuzzing::file),
     ("npy_header", fuzzing::npy_header),
@@ -37,6 +37,7 @@ const TARGETS: [(&str, Target); 11] = [
     ("ra_export", fuzzing::ra_export),
     ("print", print::print),
     ("zarr", fuzzing::zarr),
+    ("engine", fuzzing::engine),
 ];
 
 fn inputs(target: &str) -> Vec<PathBuf> {

@@ -187,10 +187,7 @@ fn frame_bytes(h: &Header) -> u64 {
     let frame = &h.dims()[..h.ndims() - 1];
     // Header validation bounded elbyte × Π dims; a zero last extent does not, so the
     // frame's own product is checked.
-    frame
-        .iter()
-        .try_fold(h.dtype().elbyte, |acc, &d| acc.checked_mul(d))
-        .unwrap_or(u64::MAX)
+    crate::header::checked_bytes(h.dtype().elbyte, frame).unwrap_or(u64::MAX)
 }
 
 /// The sidecar that holds a file's trailer while it is open for appending.

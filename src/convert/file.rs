@@ -39,14 +39,19 @@ impl FileSink {
     ) -> Result<FileSink> {
         let new = NewFile::beside(path, how)?;
         let data_offset = head.len() as u64;
-        let data_end = data_offset + desc.nbytes();
-        let total = data_end.checked_add(tail.len() as u64).ok_or_else(|| {
+        let too_large = || {
             Error::from(ErrorKind::TooLarge {
                 what: "file bytes",
-                value: u128::from(data_end) + tail.len() as u128,
+                value: u128::from(data_offset) + u128::from(desc.nbytes()) + tail.len() as u128,
             })
             .at(path)
-        })?;
+        };
+        let data_end = data_offset
+            .checked_add(desc.nbytes())
+            .ok_or_else(too_large)?;
+        let total = data_end
+            .checked_add(tail.len() as u64)
+            .ok_or_else(too_large)?;
         if total > 0 {
             crate::sys::preallocate(new.file(), total).map_err(io_at("reserve space", path))?;
         }

@@ -54,7 +54,7 @@ impl Source for MemorySource {
 
     fn read_selection(&self, sel: &[crate::Stride], out: &mut [u8]) -> Result<()> {
         let w = self.desc.dtype.elbyte;
-        selection::fit(out, sel.iter().map(|s| s.count).product::<u64>() * w)?;
+        selection::fit(out, selection::bytes_of(sel, w))?;
         for r in selection::runs(&self.desc.dims, w, sel, 0) {
             let from = r.from as usize;
             out[r.to..r.to + r.len].copy_from_slice(&self.data[from..from + r.len]);

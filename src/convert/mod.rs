@@ -116,10 +116,7 @@ impl Desc {
 
     /// Bytes of the whole array.
     pub fn nbytes(&self) -> u64 {
-        self.dims
-            .iter()
-            .try_fold(self.dtype.elbyte, |a, &d| a.checked_mul(d))
-            .unwrap_or(u64::MAX)
+        crate::header::checked_bytes(self.dtype.elbyte, &self.dims).unwrap_or(u64::MAX)
     }
 }
 
@@ -141,9 +138,9 @@ impl Block {
         }
     }
 
-    /// Its elements.
+    /// Its elements (none when an extent is zero, whatever the others).
     pub fn count(&self) -> u64 {
-        self.shape.iter().product()
+        crate::header::checked_bytes(1, &self.shape).unwrap_or(u64::MAX)
     }
 
     /// The box as a selection: a unit-step [`Stride`](crate::Stride) per axis.
@@ -225,9 +222,9 @@ fn bounded_selection<S: Source + ?Sized>(
     out: &mut [u8],
 ) -> Result<()> {
     let w = source.desc().dtype.elbyte;
-    let count: u64 = sel.iter().map(|s| s.count).product();
-    crate::selection::fit(out, count * w)?;
-    if count == 0 {
+    let want = crate::selection::bytes_of(sel, w);
+    crate::selection::fit(out, want)?;
+    if want == 0 {
         return Ok(());
     }
     let Some((last, lead)) = sel.split_last() else {
@@ -243,7 +240,7 @@ fn bounded_selection<S: Source + ?Sized>(
         .map(|s| crate::Stride::new(0, s.step, s.count))
         .chain([crate::Stride::all(1)])
         .collect();
-    let frame = (count / last.count * w) as usize;
+    let frame = (want / last.count) as usize;
     let mut buf = vec![0u8; (bound.count() * w) as usize];
     for (t, dst) in out.chunks_mut(frame).enumerate() {
         bound.origin[sel.len() - 1] = last.start + t as u64 * last.step;

@@ -71,10 +71,7 @@ impl NpySource {
             Bools::No
         };
         let c_order = !nh.fortran_order && nh.shape.len() > 1;
-        let stored: Vec<u64> = if nh.shape.contains(&0) {
-            // Nothing to read; and reversed, `(0, 2³², 2³²)` would overflow on the way.
-            vec![0; nh.shape.len()]
-        } else if c_order {
+        let stored: Vec<u64> = if c_order {
             nh.shape.iter().rev().copied().collect()
         } else {
             nh.shape.clone()

@@ -123,7 +123,7 @@ impl Source for Selected {
 
 /// Reverses axis `axis` of the column-major array `data` of extents `shape`.
 fn flip(data: &mut [u8], shape: &[u64], elbyte: usize, axis: usize) {
-    let inner = shape[..axis].iter().product::<u64>() as usize * elbyte;
+    let inner = crate::header::checked_bytes(elbyte as u64, &shape[..axis]).unwrap_or(0) as usize;
     let n = shape[axis] as usize;
     if inner == 0 || n < 2 {
         return;

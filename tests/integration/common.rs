@@ -24,6 +24,11 @@ pub fn skipped(why: &str) {
         .and_then(|mut f| f.write_all(line.as_bytes()));
 }
 
+/// What the conformance files are, and how to point the tests at them.
+pub const CONFORMANCE_WHAT: &str = "the files the RawArray reference implementations \
+    (C, Python, Julia) wrote, with a MANIFEST.md, kept outside this repository; set \
+    RASTORE_CONFORMANCE to their folder";
+
 /// Where the conformance files are looked for: `$RASTORE_CONFORMANCE`, else
 /// `../shared/conformance`.
 pub fn conformance_location() -> PathBuf {
@@ -41,7 +46,7 @@ pub fn conformance_dir() -> Option<PathBuf> {
         Some(dir)
     } else {
         skipped(&format!(
-            "no conformance files at {} (set RASTORE_CONFORMANCE to their folder)",
+            "no conformance files at {}: {CONFORMANCE_WHAT}",
             dir.display()
         ));
         None

@@ -24,3 +24,4 @@ mod tool;
 mod validation;
 mod writer;
 mod zarr;
+mod zero_elements;

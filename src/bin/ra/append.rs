@@ -113,7 +113,7 @@ fn frames_of(out: &mut Appender, dtype: DType, dims: &[u64], bytes: &[u8]) -> ra
 }
 
 fn from_stdin(out: &mut Appender, every: u64) -> Outcome {
-    let frame = out.frame_dims().iter().product::<u64>() * out.dtype().elbyte;
+    let frame = rastore::checked_bytes(out.dtype().elbyte, out.frame_dims()).unwrap_or(u64::MAX);
     if frame == 0 {
         return Err(Fail::Usage(
             "frames of 0 bytes cannot be read from stdin".into(),

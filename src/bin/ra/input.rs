@@ -138,7 +138,7 @@ impl Input {
     pub fn owned(dtype: DType, dims: Vec<u64>, origin: u64, data: Vec<u8>) -> Input {
         let mut held = dims.clone();
         if let Some((last, frame_dims)) = held.split_last_mut() {
-            let frame = frame_dims.iter().product::<u64>() * dtype.elbyte.max(1);
+            let frame = rastore::checked_bytes(dtype.elbyte.max(1), frame_dims).unwrap_or(0);
             *last = (data.len() as u64).checked_div(frame).unwrap_or(0);
         }
         Input {
@@ -189,7 +189,7 @@ impl Input {
 
     /// The number of elements.
     pub fn count(&self) -> u64 {
-        self.dims.iter().product()
+        rastore::checked_bytes(1, &self.dims).unwrap_or(u64::MAX)
     }
 
     /// Whether every element is held, in column-major order (else a C-order `.npy`

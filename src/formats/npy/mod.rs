@@ -128,14 +128,10 @@ impl NpyHeader {
 
     /// Element count and data bytes, checked for overflow.
     pub fn data_len(&self) -> Result<(u64, u64)> {
-        let count = self
-            .shape
-            .iter()
-            .try_fold(1u64, |a, &d| a.checked_mul(d))
-            .ok_or_else(|| bad(format!("shape {:?} overflows", self.shape)))?;
-        let bytes = count
-            .checked_mul(self.descr.itemsize()?)
-            .ok_or_else(|| bad(format!("shape {:?} overflows", self.shape)))?;
+        let overflows = || bad(format!("shape {:?} overflows", self.shape));
+        let count = crate::header::checked_bytes(1, &self.shape).ok_or_else(overflows)?;
+        let bytes = crate::header::checked_bytes(self.descr.itemsize()?, &self.shape)
+            .ok_or_else(overflows)?;
         Ok((count, bytes))
     }
 

@@ -134,7 +134,8 @@ pub fn in_place(
     let dims = header.dims().to_vec();
     let n = dims.len();
     let last = dims.last().copied().unwrap_or(1);
-    let frame_bytes = dims[..n.saturating_sub(1)].iter().product::<u64>() * dtype.elbyte;
+    let frame_bytes =
+        crate::header::checked_bytes(dtype.elbyte, &dims[..n.saturating_sub(1)]).unwrap_or(0);
     let k = frames_per_chunk(last, frame_bytes, frames);
     let mut chunk = dims.clone();
     if let Some(c) = chunk.last_mut() {

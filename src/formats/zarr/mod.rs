@@ -95,9 +95,7 @@ pub fn is_zarr(path: &Path) -> bool {
 
 /// Bytes of the elements a grid of `shape` holds, checked against overflow.
 fn bytes_of(shape: &[u64], itemsize: u64) -> Option<u64> {
-    shape
-        .iter()
-        .try_fold(itemsize, |acc, &d| acc.checked_mul(d))
+    crate::header::checked_bytes(itemsize, shape)
 }
 
 /// Where one chunk lies in the array: its origin, its in-bounds extent, and its full
