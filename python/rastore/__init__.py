@@ -259,12 +259,22 @@ def create(path, dtype, shape, *, overwrite=False, split_links=False):
     durable. An existing ``path`` raises ``FileExistsError`` unless ``overwrite``; one
     with other hard links is refused unless ``split_links`` (only this name is then
     replaced)."""
+    _only_ra(path, "rastore.create maps a RawArray file for writing")
     dtype = np.dtype(dtype)
     eltype, elbyte, descr = _raw_type(dtype)
     dims = [int(d) for d in (shape if np.iterable(shape) else (shape,))]
     trailer = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
     _rastore.create_file(os.fspath(path), eltype, elbyte, dims, overwrite, trailer, split_links)
     return MappedFile(os.fspath(path), "r+").array
+
+
+def _only_ra(path, what):
+    """Refuses a ``path`` whose name says another format than RawArray, for ``what``
+    (a writer that makes only ``.ra`` files)."""
+    fmt = _rastore.format_of_name(_location(path))
+    if fmt is not None:
+        raise Error(f"{path}: {what}, and this name says .{fmt}: name it .ra, then "
+                    f"rastore.convert it to .{fmt} (or rastore.write an array in memory)")
 
 
 def _allocator(path):
@@ -310,6 +320,12 @@ def write(
     ``path`` with other hard links is refused unless ``split_links``. The padding bytes
     of structured types are written as zeros.
 
+    The format is the name's, as for ``convert``: a ``.npy`` (Fortran order, as
+    ``np.load`` reads it), a ``.png``, a ``.zarr`` group holding the array under the
+    name's stem, an ``.npz`` of it under that name; these keep what their format can
+    (a ``.npy`` or ``.png`` the data only; ``compress`` is a ``.zarr``'s zstd and is
+    refused for the others). Any other name (``.ra`` or none) is a RawArray file.
+
     ``path`` may be ``s3://bucket/key`` (a multipart upload: nothing appears under the
     key until it is whole). A Dask array is written by the workers that compute it,
     block by block (see ``rastore._dask``); ``compute=False`` then returns a
@@ -343,10 +359,8 @@ def write(
     if metadata is None:
         metadata = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
     if _is_remote(path):
-        if compress:
-            raise Error(f"{path}: compress applies to files; objects are stored raw, for ranged reads")
         _rastore.remote_write(path, _settings(storage_options), eltype, elbyte, dims,
-                              _fortran_bytes(a), bytes(metadata))
+                              _fortran_bytes(a), bytes(metadata), compress)
         return None
     _rastore.write(
         path, eltype, elbyte, dims, _fortran_bytes(a), compress, bytes(metadata), durable,
@@ -458,6 +472,7 @@ class Appender(_rastore.AppenderCore):
                     path,
                 )
             return super().__new__(cls, path, durable=durable)
+        _only_ra(path, "rastore.Appender grows a RawArray file")
         eltype, elbyte, descr = _raw_type(np.dtype(dtype))
         if descr is not None:
             raise Error(f"{np.dtype(dtype)} is stored as user<{elbyte}>: append to a file that has it")

@@ -204,6 +204,11 @@ def write(folder, obj, *, durable=False, split_links=False, storage_options=None
     if str(folder).endswith(".ra"):
         raise Error(f"{folder}: a dataset is a folder, one NAME.ra per variable; give a "
                     "folder name without .ra (or write one variable: ds[name])")
+    fmt = _rastore.format_of_name(str(folder))
+    if fmt is not None:
+        raise Error(f"{folder}: a dataset is written as a folder of .ra files, and this name "
+                    f"says .{fmt}: write it to a folder, then rastore.convert(folder, "
+                    f"{str(folder)!r})")
     if not compute:
         raise Error("compute=False writes one array; a dataset is written at once")
     if _is_remote(str(folder)):

@@ -1,12 +1,12 @@
 //! Reading, writing, creating and converting whole files, and `info`: each releases the
 //! GIL while it works.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rastore::convert::ConvertOptions;
+use rastore::convert::{ConvertOptions, Desc, Format};
 use rastore::formats::npy::Descr;
 use rastore::{CreateOptions, DType, Header, WriteOptions};
 
@@ -15,6 +15,7 @@ use crate::errors::{error, to_py};
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
+    m.add_function(wrap_pyfunction!(format_of_name, m)?)?;
     m.add_function(wrap_pyfunction!(create_file, m)?)?;
     m.add_function(wrap_pyfunction!(place_file, m)?)?;
     m.add_function(wrap_pyfunction!(place_dataset, m)?)?;
@@ -60,8 +61,65 @@ fn read<'py>(
     Ok(array)
 }
 
-/// Writes column-major `data` as a file of `dims` and type `(eltype, elbyte)`,
-/// atomically, as `rastore::write` does.
+/// The format other than RawArray that `path`'s name says (`.npy`, `.png`, `.npz`,
+/// `.zarr`), if any: what `write` writes there instead of a `.ra`.
+pub fn named_format(path: &Path) -> Option<Format> {
+    Format::by_extension(path).filter(|f| *f != Format::Ra)
+}
+
+/// `named_format` as Python names it (`"npy"`, ...), for the writers that make only
+/// `.ra` files (`create`, Dask's stores, `Appender`) to refuse the others by name.
+#[pyfunction]
+fn format_of_name(path: PathBuf) -> Option<&'static str> {
+    named_format(&path).map(|f| match f {
+        Format::Npy => "npy",
+        Format::Png => "png",
+        Format::Npz => "npz",
+        Format::Zarr => "zarr",
+        Format::Ra => "ra",
+    })
+}
+
+/// Writes the array of `desc`, column-major `bytes`, to `path` in the `format` its
+/// name says, as `ra convert` writes it there (`rastore::convert::write_array`):
+/// `compress` is a `.zarr`'s zstd and means nothing to the other formats, whose
+/// files `durable` syncs (a `.zarr` folder's are not).
+pub fn write_by_name(
+    py: Python<'_>,
+    path: &Path,
+    format: Format,
+    desc: Desc,
+    bytes: &[u8],
+    (compress, durable): (bool, bool),
+    options: ConvertOptions,
+) -> PyResult<()> {
+    let ext = format!(
+        ".{}",
+        path.extension().unwrap_or_default().to_string_lossy()
+    );
+    if compress && format != Format::Zarr {
+        return Err(error(format!(
+            "{}: compress=True stores a .ra as LZ4 or a .zarr with zstd; a {ext} has no \
+             such option (write a .ra or .zarr name to compress)",
+            path.display()
+        )));
+    }
+    if durable && format == Format::Zarr {
+        return Err(error(format!(
+            "{}: durable=True syncs a file before naming it; the files of a .zarr folder \
+             are not synced (write a .ra or .npy to have it durable)",
+            path.display()
+        )));
+    }
+    let options = options.compress(compress).durable(durable);
+    py.detach(|| rastore::convert::write_array(path, desc, bytes, &options))
+        .map(drop)
+        .map_err(to_py)
+}
+
+/// Writes column-major `data` of `dims` and type `(eltype, elbyte)` to `path`,
+/// atomically: a `.ra` as `rastore::write` does, unless the name says another format
+/// (`write_by_name`).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn write(
@@ -77,6 +135,17 @@ fn write(
     split_links: bool,
 ) -> PyResult<()> {
     let bytes = bytes_of(&data)?;
+    if let Some(format) = named_format(&path) {
+        let desc = Desc {
+            dtype: DType { eltype, elbyte },
+            dims,
+            trailer: metadata,
+        };
+        let options = ConvertOptions::new()
+            .overwrite(true)
+            .split_links(split_links);
+        return write_by_name(py, &path, format, desc, bytes, (compress, durable), options);
+    }
     py.detach(|| {
         let header = Header::new(DType { eltype, elbyte }, &dims).map_err(|e| e.at(&path))?;
         WriteOptions::new()

@@ -85,7 +85,9 @@ impl Format {
         }
     }
 
-    pub(super) fn by_extension(path: &Path) -> Option<Format> {
+    /// The format `path`'s extension names (`.ra`, `.npy`, `.png`, `.npz`, `.zarr`, in
+    /// any case; a trailing `/` ignored), if any.
+    pub fn by_extension(path: &Path) -> Option<Format> {
         let name = path.to_str()?.trim_end_matches(['/', '\\']);
         let ext = Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
         match ext.as_str() {
@@ -113,6 +115,7 @@ pub fn is_zarr(path: &Path) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct ConvertOptions {
     compress: bool,
+    durable: bool,
     nan_gray: Option<u8>,
     overwrite: bool,
     split_links: bool,
@@ -137,6 +140,14 @@ impl ConvertOptions {
     /// codec named is zstd.
     pub fn compress(mut self, yes: bool) -> Self {
         self.compress = yes;
+        self
+    }
+
+    /// Sync an output file before naming it, and its folder after, as
+    /// [`WriteOptions::durable`] does: files only (`.ra`, `.npy`, `.png`, `.npz`); the
+    /// files of a Zarr folder are not synced.
+    pub fn durable(mut self, yes: bool) -> Self {
+        self.durable = yes;
         self
     }
 
@@ -232,7 +243,7 @@ impl ConvertOptions {
     pub(crate) fn placement(&self) -> Placement {
         Placement {
             overwrite: self.overwrite,
-            durable: false,
+            durable: self.durable,
             split_links: self.split_links,
         }
     }
@@ -240,6 +251,7 @@ impl ConvertOptions {
     pub(crate) fn write_options(&self) -> WriteOptions {
         WriteOptions::new()
             .compress(self.compress)
+            .durable(self.durable)
             .overwrite(self.overwrite)
             .split_links(self.split_links)
     }
