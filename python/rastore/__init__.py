@@ -278,16 +278,17 @@ def _only_ra(path, what):
 
 
 def _allocator(path):
-    """For ``read``: a new Fortran-ordered array of the file's type and dims, and its
-    bytes as a flat view to read into."""
+    """For ``read``: a new array of the file's type and dims, Fortran-ordered (C-ordered
+    for a C-order ``.npy``), and its bytes as a flat view to read into."""
 
-    def allocate(eltype, elbyte, dims, trailer):
+    def allocate(eltype, elbyte, dims, trailer, fortran=True):
         dtype = _numpy_dtype(eltype, elbyte, trailer)
         try:
-            out = np.empty(dims, dtype, order="F")
+            out = np.empty(dims, dtype, order="F" if fortran else "C")
         except (ValueError, MemoryError) as e:
             raise Error(f"{path}: NumPy cannot hold dims {dims} of {dtype}: {e}") from None
-        return out, out.T.reshape(-1).view(np.uint8)
+        flat = out.T if fortran else out
+        return out, flat.reshape(-1).view(np.uint8)
 
     return allocate
 
@@ -295,8 +296,10 @@ def _allocator(path):
 def read(path, *, storage_options=None):
     """A copy of the array in ``path`` (a file or ``s3://bucket/key``), in memory
     NumPy allocates and the array owns (``flags.owndata``), for every file rastore
-    reads: compressed, big-endian and BitArray files are decoded. The data is read
-    straight into the new array; an object with concurrent ranged GETs."""
+    reads: compressed, big-endian and BitArray files are decoded. A ``.npy`` file (told
+    by its first bytes) gives what ``np.load`` gives, in its order (C or Fortran), in
+    native byte order. The data is read straight into the new array; an object with
+    concurrent ranged GETs."""
     path = _location(path)
     if _is_remote(path):
         return _rastore.remote_read(path, _settings(storage_options), _allocator(path))
@@ -429,9 +432,10 @@ def _attributes_in(text, path):
 
 
 def references(path, chunks=None, *, url=None, storage_options=None):
-    """kerchunk v1 references to a ``.ra`` file or ``s3://`` object read in place: a
-    Zarr v2 group holding the array under the file's name, each chunk (whole frames
-    along the last axis, one contiguous byte range) ``[url, offset, length]``. fsspec's
+    """kerchunk v1 references to a ``.ra`` file or ``s3://`` object (or a ``.npy``
+    file) read in place: a Zarr v2 group holding the array under the file's name, each
+    chunk (whole frames along the last axis, one contiguous byte range; a C-order
+    ``.npy``'s whole rows along the first) ``[url, offset, length]``. fsspec's
     ``ReferenceFileSystem`` reads them, and so does
     ``xr.open_dataset("reference://", engine="zarr", backend_kwargs={"storage_options":
     {"fo": refs}, "consolidated": False})``. ``chunks``: frames per chunk (or a shape of

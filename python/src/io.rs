@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rastore::convert::{ConvertOptions, Desc, Format};
+use rastore::convert::npy::NpySource;
+use rastore::convert::{ConvertOptions, Desc, Format, Source};
 use rastore::formats::npy::Descr;
 use rastore::{CreateOptions, DType, Header, WriteOptions};
 
@@ -35,16 +36,21 @@ pub fn bytes_of<'a>(data: &'a PyReadonlyArray1<'_, u8>) -> PyResult<&'a [u8]> {
         .map_err(|e| error(format!("data must be contiguous bytes: {e}")))
 }
 
-/// Every file the Rust reader accepts, decoded to native order (a BitArray to one
-/// byte per Bool), into memory that NumPy allocates: `allocate(eltype, elbyte, dims,
-/// trailer)` returns `(array, its bytes as a flat uint8 view)`, and the data is read
-/// into the view with the GIL released. Returns the array.
+/// Every file the Rust reader accepts, and `.npy` files (told by their first bytes),
+/// decoded to native order (a BitArray to one byte per Bool), into memory that NumPy
+/// allocates: `allocate(eltype, elbyte, dims, trailer, fortran)` returns `(array, its
+/// bytes as a flat uint8 view)`, Fortran-ordered unless `fortran` is false (a C-order
+/// `.npy`, read as stored), and the data is read into the view with the GIL released.
+/// Returns the array.
 #[pyfunction]
 fn read<'py>(
     py: Python<'py>,
     path: PathBuf,
     allocate: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    if crate::mapped::is_npy(&path) {
+        return read_npy(py, &path, allocate);
+    }
     let reader = py
         .detach(|| rastore::DataReader::open(&path))
         .map_err(to_py)?;
@@ -58,6 +64,32 @@ fn read<'py>(
         .as_slice_mut()
         .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
     py.detach(|| reader.read_into(buf)).map_err(to_py)?;
+    Ok(array)
+}
+
+/// `read` of a `.npy`: its data as stored (C or Fortran order), in native byte order.
+fn read_npy<'py>(
+    py: Python<'py>,
+    path: &Path,
+    allocate: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let npy = py.detach(|| NpySource::open(path)).map_err(to_py)?;
+    let desc = npy.desc().clone();
+    let trailer = PyBytes::new(py, &desc.trailer);
+    let args = (
+        desc.dtype.eltype,
+        desc.dtype.elbyte,
+        desc.dims,
+        trailer,
+        !npy.c_order(),
+    );
+    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) =
+        allocate.call1(args)?.extract()?;
+    let mut bytes = bytes.readwrite();
+    let buf = bytes
+        .as_slice_mut()
+        .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
+    py.detach(|| npy.read_stored_into(buf)).map_err(to_py)?;
     Ok(array)
 }
 

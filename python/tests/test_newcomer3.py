@@ -121,3 +121,84 @@ def test_write_to_an_npy_object_uploads_an_npy(s3):
     assert _starts_rawarray(s3.object("x.ra"))
     with pytest.raises(rastore.Error, match="objects are stored raw"):
         rastore.write(s3.url("y.ra"), a, compress=True, storage_options=s3.options)
+
+
+# 2: a .npy is read by `read`, and read in place by ZarrStore and `references`.
+_NPY = {
+    "c": np.arange(60, dtype="<f4").reshape(3, 4, 5),
+    "fortran": np.asfortranarray(np.arange(60, dtype="<i2").reshape(3, 4, 5)),
+    "big-endian": np.arange(12, dtype=">f8").reshape(3, 4),
+    "1-d": np.arange(7, dtype="<u2"),
+    "0-d": np.array(4.0),
+    "bool": np.array([[True, False, True], [False, True, True]]),
+    "structured": np.array([(1, 2.5), (3, -1.0)], dtype=[("n", "<i4"), ("x", "<f8")]),
+}
+
+
+@pytest.mark.parametrize("name", list(_NPY))
+def test_read_of_an_npy_is_what_np_load_gives(tmp_path, name):
+    p = tmp_path / "a.npy"
+    np.save(p, _NPY[name])
+    want, got = np.load(p), rastore.read(p)
+    assert got.shape == want.shape and got.flags.owndata
+    # Native byte order, as read decodes every file: the same type otherwise.
+    assert got.dtype == want.dtype.newbyteorder("=")
+    np.testing.assert_array_equal(got, want)
+    # In the file's order, read as it is stored.
+    assert got.flags.f_contiguous == want.flags.f_contiguous
+    assert got.flags.c_contiguous == want.flags.c_contiguous
+
+
+@pytest.mark.parametrize("name", list(_NPY))
+def test_an_npy_reads_in_place_through_zarr_store_and_references(tmp_path, name):
+    zarr = pytest.importorskip("zarr")
+    p = tmp_path / "a.npy"
+    np.save(p, _NPY[name])
+    want = np.load(p)
+    for frames in [None, 1, 2]:
+        z = zarr.open_array(rastore.ZarrStore(p, chunks=frames, group=False), mode="r")
+        assert z.shape == want.shape
+        np.testing.assert_array_equal(z[...], want, err_msg=f"v3 {frames}")
+        g = zarr.open_group(rastore.ZarrStore(p, chunks=frames), mode="r")
+        np.testing.assert_array_equal(g["a"][...], want)
+        if want.dtype.fields is not None:
+            continue  # Zarr v2 has no structured type: served as v3 only (as for a .ra)
+        v2 = zarr.open_array(rastore.ZarrStore(p, chunks=frames, group=False, zarr_format=2),
+                             mode="r", zarr_format=2)
+        c_order = want.ndim > 1 and not want.flags.f_contiguous
+        assert v2.metadata.order == ("C" if c_order else "F")
+        np.testing.assert_array_equal(v2[...], want, err_msg=f"v2 {frames}")
+        fsspec = pytest.importorskip("fsspec")
+        refs = rastore.references(p, chunks=frames)
+        mapper = fsspec.filesystem("reference", fo=refs).get_mapper("")
+        r = zarr.open_group(mapper, mode="r", zarr_format=2)["a"][...]
+        np.testing.assert_array_equal(r, want, err_msg=f"refs {frames}")
+
+
+def test_a_c_order_npy_is_chunked_in_whole_rows_along_its_first_axis(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    xr = pytest.importorskip("xarray")
+    a = np.arange(7 * 4 * 3, dtype="<f4").reshape(7, 4, 3)
+    p = tmp_path / "rows.npy"
+    np.save(p, a)
+    z = zarr.open_array(rastore.ZarrStore(p, chunks=2, group=False), mode="r")
+    assert z.chunks == (2, 4, 3)  # the last chunk short: padded in memory
+    np.testing.assert_array_equal(z[5:, 1, ::2], a[5:, 1, ::2])
+    # A chunk shape of whole rows, as for a .ra whole frames.
+    assert zarr.open_array(rastore.ZarrStore(p, chunks=(3, 4, 3), group=False),
+                           mode="r").chunks == (3, 4, 3)
+    with pytest.raises(ValueError, match=r"every axis but axis 0 whole"):
+        rastore.ZarrStore(p, chunks=(7, 4, 1), group=False)._tree()
+    refs = rastore.references(p, chunks=2)
+    assert sorted(k for k in refs["refs"] if not k.split("/")[-1].startswith(".")) == [
+        "rows/0.0.0", "rows/1.0.0", "rows/2.0.0", "rows/3.0.0"]
+    ds = xr.open_zarr(rastore.ZarrStore(p))
+    np.testing.assert_array_equal(ds["rows"].values, a)
+
+
+def test_an_npy_object_is_not_read_in_place_and_the_error_says_why(s3):
+    a = np.arange(6, dtype="<f4").reshape(2, 3)
+    rastore.write(s3.url("o.npy"), a, storage_options=s3.options)
+    with pytest.raises(rastore.Error, match=r"\.npy file in object storage: objects are read "
+                                            r"in place as \.ra only"):
+        rastore.references(s3.url("o.npy"), storage_options=s3.options)
