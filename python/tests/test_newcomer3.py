@@ -202,3 +202,26 @@ def test_an_npy_object_is_not_read_in_place_and_the_error_says_why(s3):
     with pytest.raises(rastore.Error, match=r"\.npy file in object storage: objects are read "
                                             r"in place as \.ra only"):
         rastore.references(s3.url("o.npy"), storage_options=s3.options)
+
+
+# 3: a truncated .npy is refused for what it is, by every reader of it.
+def test_a_truncated_npy_says_truncated_with_the_byte_counts_and_the_file(tmp_path):
+    good, bad = tmp_path / "good.npy", tmp_path / "trunc.npy"
+    np.save(good, np.arange(24, dtype="<f8").reshape(4, 6))
+    whole = good.read_bytes()
+    bad.write_bytes(whole[:-10])
+    readers = [rastore.Array, rastore.open, rastore.read, rastore.references,
+               lambda p: rastore.to_dask(p)]
+    try:
+        import xarray as xr
+        readers.append(lambda p: xr.open_dataarray(p, engine="rastore"))
+    except ImportError:
+        pass
+    for read in readers:
+        with pytest.raises(rastore.Error) as e:
+            read(bad)
+        msg = str(e.value)
+        assert "not a RawArray" not in msg, msg
+        assert str(bad) in msg and "truncated data" in msg, msg
+        assert f"need {len(whole)} bytes, file is {len(whole) - 10} bytes" in msg, msg
+    np.testing.assert_array_equal(rastore.Array(good)[...], np.load(good))
