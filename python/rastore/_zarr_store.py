@@ -12,6 +12,7 @@ and ``ra refs`` share. The store pickles as its location, so Dask workers open t
 themselves."""
 
 import asyncio
+import errno
 import json
 import os
 
@@ -166,6 +167,11 @@ class ZarrStore(Store):
         if zarr_format not in (2, 3):
             raise ValueError(f"zarr_format={zarr_format!r}: 2 or 3")
         self.location = _location(path_or_url)
+        if not _is_remote(self.location) and not os.path.exists(self.location):
+            # Said here: zarr would take a store with no metadata for one with no array.
+            raise FileNotFoundError(
+                errno.ENOENT, "no such file or folder (ZarrStore reads a .ra or .npy file, "
+                "or a folder of .ra files, in place)", self.location)
         self.chunks = chunks
         self.group = group
         self.zarr_format = zarr_format

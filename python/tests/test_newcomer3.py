@@ -225,3 +225,16 @@ def test_a_truncated_npy_says_truncated_with_the_byte_counts_and_the_file(tmp_pa
         assert str(bad) in msg and "truncated data" in msg, msg
         assert f"need {len(whole)} bytes, file is {len(whole) - 10} bytes" in msg, msg
     np.testing.assert_array_equal(rastore.Array(good)[...], np.load(good))
+
+
+# 4: a ZarrStore of a missing file is a FileNotFoundError naming it.
+def test_a_zarr_store_of_a_missing_file_is_file_not_found(tmp_path):
+    import errno
+
+    zarr = pytest.importorskip("zarr")
+    missing = tmp_path / "missing.ra"
+    with pytest.raises(FileNotFoundError) as e:
+        zarr.open_group(rastore.ZarrStore(missing), mode="r")
+    assert type(e.value) is FileNotFoundError  # not zarr's "no array found" (a subclass)
+    assert e.value.errno == errno.ENOENT and e.value.filename == str(missing)
+    assert "ZarrStore reads a .ra or .npy file" in str(e.value)
