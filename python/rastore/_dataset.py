@@ -28,10 +28,12 @@ import os
 import shutil
 import uuid
 
+import numpy as np
 import xarray as xr
 from xarray.core import indexing
 
-from . import Error, _attributes_in, _folder_attributes, _is_remote, _rastore, _settings
+from . import (Error, _attributes_in, _folder_attributes, _is_remote, _rastore, _raw_type,
+               _settings)
 from ._array import Array
 from ._xarray import RastoreBackendArray, _plain, labels
 
@@ -167,26 +169,40 @@ def _encoded(ds):
     return variables, attrs
 
 
+def _check_type(name, var, where):
+    """Refuses, naming it, a variable whose type no RawArray holds."""
+    try:
+        _raw_type(np.dtype(var.dtype))
+    except Error:
+        hint = (f"; strings held as Python objects become fixed-width with "
+                f"ds[{name!r}].astype(str)" if var.dtype.kind == "O" else "")
+        raise Error(f"{where}: the variable {name!r} ({var.dtype}) cannot be stored: a "
+                    "variable holds numbers, bools, fixed-width strings (NumPy's U and S "
+                    "types), times (CF-encoded as integers) or structured types"
+                    f"{hint}") from None
+
+
 def _named(ds, where):
     """The CF-encoded variables of ``ds`` as named DataArrays, each name checked to be
-    a file name, and its attributes."""
+    a file name and each type one a RawArray holds, and its attributes."""
     variables, attrs = _encoded(ds)
     arrays = []
     for name, var in variables.items():
         name = _check_name(name, where)
         if name + ".ra" == ATTRIBUTES:
             raise Error(f"{where}: a variable may not be named {name!r}")
+        _check_type(name, var, where)
         arrays.append(xr.DataArray(var.data, dims=var.dims, attrs=var.attrs, name=name))
     return arrays, attrs
 
 
-def _write_node(ds, folder, delayed, options):
-    """Writes the variables of ``ds`` into the new ``folder``; Dask-backed ones are
-    added to ``delayed`` to run together."""
+def _write_node(ds, folder, shown, delayed, options):
+    """Writes the variables of ``ds`` into the new ``folder`` (``shown`` in errors: the
+    folder it will be); Dask-backed ones are added to ``delayed`` to run together."""
     from . import _xarray
 
     os.mkdir(folder)
-    arrays, attrs = _named(ds, folder)
+    arrays, attrs = _named(ds, shown)
     for da in arrays:
         out = _xarray.write(os.path.join(folder, da.name + ".ra"), da, compute=False, **options)
         if out is not None:
@@ -226,7 +242,9 @@ def write(folder, obj, *, durable=False, split_links=False, storage_options=None
     delayed = []
     try:
         for rel, ds in _nodes(obj):
-            _write_node(ds, os.path.normpath(os.path.join(tmp, rel or ".")), delayed, options)
+            at = os.path.normpath(os.path.join(tmp, rel or "."))
+            shown = os.path.normpath(os.path.join(folder, rel or "."))
+            _write_node(ds, at, shown, delayed, options)
         if delayed:
             from . import _dask
 

@@ -238,3 +238,26 @@ def test_a_zarr_store_of_a_missing_file_is_file_not_found(tmp_path):
     assert type(e.value) is FileNotFoundError  # not zarr's "no array found" (a subclass)
     assert e.value.errno == errno.ENOENT and e.value.filename == str(missing)
     assert "ZarrStore reads a .ra or .npy file" in str(e.value)
+
+
+# 5: a variable of a type no RawArray holds is named, with the types that are held.
+def test_a_dataset_variable_of_strings_as_objects_is_refused_by_name(tmp_path):
+    xr = pytest.importorskip("xarray")
+    ds = xr.Dataset({"t": ("x", np.ones(2)),
+                     "label": ("x", np.array(["a", "bb"], dtype=object))})
+    with pytest.raises(rastore.Error) as e:
+        rastore.write(tmp_path / "run", ds)
+    msg = str(e.value)
+    assert "the variable 'label' (object) cannot be stored" in msg, msg
+    assert "fixed-width strings" in msg and "ds['label'].astype(str)" in msg, msg
+    # The folder named is the user's, not the hidden one being built; nothing is left.
+    assert msg.startswith(str(tmp_path / "run") + ":"), msg
+    assert _listing(tmp_path) == []
+    # A coordinate too; and what the message says to do works.
+    ds2 = xr.Dataset({"t": ("x", np.ones(2))}, coords={"x": np.array(["a", "b"], dtype=object)})
+    with pytest.raises(rastore.Error, match="the variable 'x' \\(object\\)"):
+        rastore.write(tmp_path / "run", ds2)
+    ds["label"] = ds["label"].astype(str)
+    rastore.write(tmp_path / "run", ds)
+    back = xr.open_dataset(tmp_path / "run", engine="rastore")
+    assert back["label"].values.tolist() == ["a", "bb"]
