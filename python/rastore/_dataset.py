@@ -113,13 +113,30 @@ def _raw(folder, drop_variables, prefix=None, group=""):
     return variables, attrs
 
 
-def open_dataset(folder, *, drop_variables=None, storage_options=None, _prefix=None,
-                 _group="", **decoders):
+def _checked(folder, storage_options):
+    """Refuses a folder (or prefix) that is no dataset: no ``.ra`` files and no
+    ``dataset.yaml``, in it or below (as ``ra info`` and ``ra convert`` refuse it). The
+    ``_Prefix`` of an ``s3://`` one, ``None`` for a local one."""
+    if not _is_remote(str(folder)):
+        _rastore.dataset_check(os.fspath(folder))
+        return None
+    prefix = _Prefix(folder, storage_options)
+    if not any(n.endswith(".ra") or n.split("/")[-1] == ATTRIBUTES for n in prefix.names):
+        raise Error(f"{folder}: not a dataset: a prefix with no .ra objects and no "
+                    f"{ATTRIBUTES}, at it or below")
+    return prefix
+
+
+def open_dataset(folder, *, drop_variables=None, storage_options=None, **decoders):
     """The dataset in ``folder`` (or under an ``s3://`` prefix ending ``/``), lazily,
     CF-decoded as ``decoders`` (xarray's ``decode_times``, ``mask_and_scale`` and so on)
-    say."""
-    if _prefix is None and _is_remote(str(folder)):
-        _prefix = _Prefix(folder, storage_options)
+    say. A folder that is no dataset is refused."""
+    prefix = _checked(folder, storage_options)
+    return _open_node(folder, drop_variables=drop_variables, _prefix=prefix, **decoders)
+
+
+def _open_node(folder, *, drop_variables=None, _prefix=None, _group="", **decoders):
+    """The dataset of one node: ``folder``, or ``_group`` of the ``_Prefix``."""
     variables, attrs = _raw(folder, drop_variables, _prefix, _group)
     try:
         ds = xr.Dataset(variables, attrs=attrs)
@@ -132,14 +149,14 @@ def open_datatree(folder, storage_options=None, **kwargs):
     """The tree of datasets in ``folder`` and its sub-folders (or under an ``s3://``
     prefix and the prefixes below it)."""
     nodes = {}
-    if _is_remote(str(folder)):
-        prefix = _Prefix(folder, storage_options)
+    prefix = _checked(folder, storage_options)
+    if prefix is not None:
         for g in prefix.groups():
-            nodes["/" + g] = open_dataset(folder, _prefix=prefix, _group=g, **kwargs)
+            nodes["/" + g] = _open_node(folder, _prefix=prefix, _group=g, **kwargs)
         return xr.DataTree.from_dict(nodes)
 
     def walk(path, at):
-        nodes[at] = open_dataset(path, **kwargs)
+        nodes[at] = _open_node(path, **kwargs)
         for e in _entries(path):
             if e.is_dir(follow_symlinks=False):
                 walk(e.path, f"{at.rstrip('/')}/{e.name}")
@@ -196,9 +213,14 @@ def _named(ds, where):
     return arrays, attrs
 
 
+def _attributes_doc(attrs):
+    return bytes(_rastore.ndl_text({"attributes": _plain(dict(attrs))}))
+
+
 def _write_node(ds, folder, shown, delayed, options):
     """Writes the variables of ``ds`` into the new ``folder`` (``shown`` in errors: the
-    folder it will be); Dask-backed ones are added to ``delayed`` to run together."""
+    folder it will be); Dask-backed ones are added to ``delayed`` to run together.
+    Whether it wrote anything (a variable or attributes)."""
     from . import _xarray
 
     os.mkdir(folder)
@@ -209,7 +231,8 @@ def _write_node(ds, folder, shown, delayed, options):
             delayed.append(out)
     if attrs:
         with open(os.path.join(folder, ATTRIBUTES), "wb") as f:
-            f.write(bytes(_rastore.ndl_text({"attributes": _plain(dict(attrs))})))
+            f.write(_attributes_doc(attrs))
+    return bool(arrays or attrs)
 
 
 def write(folder, obj, *, durable=False, split_links=False, storage_options=None,
@@ -241,10 +264,16 @@ def write(folder, obj, *, durable=False, split_links=False, storage_options=None
     options = {"durable": durable, "split_links": split_links}
     delayed = []
     try:
+        wrote = False
         for rel, ds in _nodes(obj):
             at = os.path.normpath(os.path.join(tmp, rel or "."))
             shown = os.path.normpath(os.path.join(folder, rel or "."))
-            _write_node(ds, at, shown, delayed, options)
+            wrote |= _write_node(ds, at, shown, delayed, options)
+        if not wrote:
+            # An empty dataset is a dataset.yaml of no attributes: a folder holding
+            # neither file is no dataset.
+            with open(os.path.join(tmp, ATTRIBUTES), "wb") as f:
+                f.write(_attributes_doc({}))
         if delayed:
             from . import _dask
 
@@ -291,8 +320,9 @@ def _write_remote(url, obj, storage_options):
                 if out is not None:
                     delayed.append(out)
             if attrs:
-                doc = bytes(_rastore.ndl_text({"attributes": _plain(dict(attrs))}))
-                docs.append((f"{prefix}/{ATTRIBUTES}", doc))
+                docs.append((f"{prefix}/{ATTRIBUTES}", _attributes_doc(attrs)))
+        if not targets and not docs:
+            docs.append((f"{base}/{ATTRIBUTES}", _attributes_doc({})))
         if delayed:
             from . import _dask
 

@@ -20,6 +20,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create_file, m)?)?;
     m.add_function(wrap_pyfunction!(place_file, m)?)?;
     m.add_function(wrap_pyfunction!(place_dataset, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_check, m)?)?;
     m.add_function(wrap_pyfunction!(check_output, m)?)?;
     m.add_function(wrap_pyfunction!(info_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
@@ -255,6 +256,14 @@ fn place_file(
 #[pyfunction]
 fn place_dataset(py: Python<'_>, tmp: PathBuf, folder: PathBuf, durable: bool) -> PyResult<()> {
     py.detach(|| rastore::dataset::place(&tmp, &folder, durable))
+        .map_err(to_py)
+}
+
+/// Refuses a local folder that is no dataset (`rastore::dataset::check`): no `.ra`
+/// files and no `dataset.yaml`, in it or below.
+#[pyfunction]
+fn dataset_check(py: Python<'_>, folder: PathBuf) -> PyResult<()> {
+    py.detach(|| rastore::dataset::check(&folder))
         .map_err(to_py)
 }
 

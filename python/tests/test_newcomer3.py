@@ -261,3 +261,40 @@ def test_a_dataset_variable_of_strings_as_objects_is_refused_by_name(tmp_path):
     rastore.write(tmp_path / "run", ds)
     back = xr.open_dataset(tmp_path / "run", engine="rastore")
     assert back["label"].values.tolist() == ["a", "bb"]
+
+
+# 6: a folder that is no dataset is refused by the engine, as by `ra info` and `ra convert`.
+def test_xarray_refuses_a_folder_that_is_no_dataset(tmp_path):
+    xr = pytest.importorskip("xarray")
+    nd = tmp_path / "notadataset"
+    (nd / "sub").mkdir(parents=True)
+    (nd / "notes.txt").write_text("mine")
+    for open_ in (xr.open_dataset, xr.open_datatree):
+        with pytest.raises(rastore.Error) as e:
+            open_(nd, engine="rastore")
+        msg = str(e.value)
+        assert str(nd) in msg and "not a dataset" in msg, msg
+        assert "no .ra files and no dataset.yaml" in msg, msg
+    with pytest.raises(rastore.Error, match="not a dataset"):
+        rastore.convert(nd, tmp_path / "out.zarr")
+    assert not (tmp_path / "out.zarr").exists()
+    # An empty Dataset written is a dataset (a dataset.yaml of no attributes), and reads back.
+    rastore.write(tmp_path / "empty", xr.Dataset())
+    assert _listing(tmp_path / "empty") == ["dataset.yaml"]
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "empty", engine="rastore"),
+                                xr.Dataset())
+    # A dataset with an empty sub-folder still opens, as a tree too.
+    rastore.write(tmp_path / "run", xr.Dataset({"v": ("x", np.arange(3.0))}))
+    (tmp_path / "run" / "scratch").mkdir()
+    assert list(xr.open_dataset(tmp_path / "run", engine="rastore").data_vars) == ["v"]
+    assert "scratch" in xr.open_datatree(tmp_path / "run", engine="rastore").children
+
+
+def test_xarray_refuses_a_prefix_that_is_no_dataset(s3):
+    xr = pytest.importorskip("xarray")
+    rastore.write(s3.url("odd/x.npy"), np.ones(2), storage_options=s3.options)
+    with pytest.raises(rastore.Error, match=r"odd/: not a dataset: a prefix with no \.ra"):
+        xr.open_dataset(s3.url("odd/"), engine="rastore", storage_options=s3.options)
+    rastore.write(s3.url("empty/"), xr.Dataset(), storage_options=s3.options)
+    assert xr.open_dataset(s3.url("empty/"), engine="rastore",
+                           storage_options=s3.options).sizes == {}

@@ -459,6 +459,7 @@ fn attributes_map(attrs: Option<Yaml>) -> Map<String, Value> {
 /// The tree of the dataset at `folder`: its variables, and a group for the folder and
 /// each sub-folder that holds variables, with its `dataset.yaml` attributes.
 fn dataset_tree(folder: &Path) -> Result<Tree> {
+    crate::dataset::check(folder)?;
     let mut tree = Tree::new("a dataset folder", Map::new());
     for v in crate::dataset::variables(folder)? {
         tree.add_variable(v.name, v.path);
