@@ -25,6 +25,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(type_name, m)?)?;
+    m.add_function(wrap_pyfunction!(array_name, m)?)?;
     m.add_function(wrap_pyfunction!(descr_of, m)?)?;
     m.add_function(wrap_pyfunction!(descr_trailer, m)?)?;
     m.add_function(wrap_pyfunction!(write_box, m)?)?;
@@ -331,6 +332,14 @@ fn convert(
     py.detach(|| rastore::convert::convert(&input, &output, &options, &mut |_, _| ()))
         .map(drop)
         .map_err(to_py)
+}
+
+/// The name of the array a file or object holds, when it names none: its file name
+/// without its format's extension (`rastore::convert::array_name`), as Zarr groups
+/// and `ra convert` name it.
+#[pyfunction]
+fn array_name(location: PathBuf) -> String {
+    rastore::convert::array_name(&location)
 }
 
 /// The RawArray type's name (`int128`, `user<12>`), for messages.

@@ -298,3 +298,29 @@ def test_xarray_refuses_a_prefix_that_is_no_dataset(s3):
     rastore.write(s3.url("empty/"), xr.Dataset(), storage_options=s3.options)
     assert xr.open_dataset(s3.url("empty/"), engine="rastore",
                            storage_options=s3.options).sizes == {}
+
+
+# 7: the variable of a file that names none is named after the file, as ZarrStore names it.
+def test_an_unlabeled_file_opens_as_a_variable_named_after_the_file(tmp_path):
+    xr = pytest.importorskip("xarray")
+    a = np.arange(6, dtype="<f4").reshape(2, 3)
+    rastore.write(tmp_path / "f3.ra", a)
+    ds = xr.open_dataset(tmp_path / "f3.ra", engine="rastore")
+    assert list(ds.data_vars) == ["f3"]
+    np.testing.assert_array_equal(ds["f3"].values, a)
+    da = xr.open_dataarray(tmp_path / "f3.ra", engine="rastore")
+    assert da.name == "f3"
+    np.testing.assert_array_equal(da.values, a)
+    # As zarr-python sees the same file through ZarrStore, and as `ra convert` names it.
+    zarr = pytest.importorskip("zarr")
+    assert list(zarr.open_group(rastore.ZarrStore(tmp_path / "f3.ra"), mode="r").array_keys()) \
+        == ["f3"]
+    rastore.convert(tmp_path / "f3.ra", tmp_path / "f3.zarr")
+    assert list(xr.open_zarr(tmp_path / "f3.zarr").data_vars) == ["f3"]
+    # A .npy too; a name the file holds wins; drop_variables takes the file's name.
+    np.save(tmp_path / "t.2m.npy", a)
+    assert list(xr.open_dataset(tmp_path / "t.2m.npy", engine="rastore").data_vars) == ["t.2m"]
+    rastore.write(tmp_path / "g.ra", xr.DataArray(a, dims=("y", "x"), name="temp"))
+    assert list(xr.open_dataset(tmp_path / "g.ra", engine="rastore").data_vars) == ["temp"]
+    assert list(xr.open_dataset(tmp_path / "f3.ra", engine="rastore",
+                                drop_variables=["f3"]).data_vars) == []

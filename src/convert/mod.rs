@@ -58,7 +58,7 @@ use crate::error::Result;
 
 pub use file::write_box;
 pub use open::{create, open};
-pub use options::{is_zarr, ConvertOptions, Format};
+pub use options::{array_name, is_zarr, ConvertOptions, Format};
 pub use plan::copy;
 pub use route::{convert, write_array};
 pub use select::{select, Pick};

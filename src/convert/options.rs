@@ -101,6 +101,35 @@ impl Format {
     }
 }
 
+/// The name of the array a file holds in a group (and of its variable in xarray, when
+/// the file names none): its file name without its format's extension (`.ra`, `.npy`,
+/// `.png`, `.npz`, `.zarr`); `array` for a name that would be empty or hidden.
+pub fn array_name(input: &Path) -> String {
+    let s = input.to_string_lossy();
+    let base = match s.strip_prefix("s3://") {
+        Some(key) => key
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_string(),
+        None => input
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let known = Format::by_extension(Path::new(&base)).is_some();
+    let stem = match base.rsplit_once('.') {
+        Some((stem, _)) if known => stem,
+        _ => &base,
+    };
+    if stem.is_empty() || stem.starts_with('.') {
+        "array".into()
+    } else {
+        stem.into()
+    }
+}
+
 /// Whether `path` names a Zarr array or group: named `.zarr` (a folder, or
 /// `s3://…/x.zarr`), or a folder holding `zarr.json`, `.zarray` or `.zgroup`.
 pub fn is_zarr(path: &Path) -> bool {

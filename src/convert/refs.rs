@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+pub use super::options::array_name;
 use super::options::ConvertOptions;
 use crate::error::{io_at, ErrorKind, Result};
 use crate::formats::npy;
@@ -192,34 +193,6 @@ pub fn write_references(
     crate::replace::build_file(output, options.placement(), |new| {
         crate::sys::write_all_at(new.file(), &text, 0).map_err(io_at("write", output))
     })
-}
-
-/// The name of the array a file holds in a group: its file name without its format's
-/// extension (`.ra`, `.npy`, `.png`, `.zarr`).
-pub fn array_name(input: &Path) -> String {
-    let s = input.to_string_lossy();
-    let base = match s.strip_prefix("s3://") {
-        Some(key) => key
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or("")
-            .to_string(),
-        None => input
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    };
-    let known = super::Format::by_extension(Path::new(&base)).is_some();
-    let stem = match base.rsplit_once('.') {
-        Some((stem, _)) if known => stem,
-        _ => &base,
-    };
-    if stem.is_empty() || stem.starts_with('.') {
-        "array".into()
-    } else {
-        stem.into()
-    }
 }
 
 #[cfg(test)]
