@@ -57,6 +57,20 @@ fn walk(folder: &Path, group: &str, out: &mut Vec<Variable>) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a folder that is no dataset: one with no `.ra` files and no `dataset.yaml`,
+/// in it or in a sub-folder (`ra info` and `ra convert` refuse it; xarray's
+/// `engine="rastore"` too, rather than open it as an empty Dataset). A bad
+/// `dataset.yaml` is named.
+pub fn check(folder: &Path) -> Result<()> {
+    if variables(folder)?.is_empty() && attribute_files(folder)?.is_empty() {
+        return Err(Error::from(ErrorKind::InvalidArgument(format!(
+            "not a dataset: a folder with no .ra files and no {ATTRIBUTES}, in it or below"
+        )))
+        .at(folder));
+    }
+    Ok(())
+}
+
 /// The dataset at `folder` as one NDL document: its `attributes` (from
 /// `dataset.yaml`) and, under `ndarrays`, each variable's entry as `ra describe` gives
 /// it for the file alone, with the `file` it is in.
@@ -161,6 +175,21 @@ pub fn attributes_in(text: &[u8]) -> Result<Option<Yaml>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_folder_with_no_variables_and_no_attributes_is_no_dataset() {
+        let d = tempfile::tempdir().unwrap();
+        let run = d.path().join("run");
+        std::fs::create_dir_all(run.join("sub")).unwrap();
+        std::fs::write(run.join("notes.txt"), b"mine").unwrap();
+        let err = check(&run).unwrap_err().to_string();
+        assert!(
+            err.contains("not a dataset") && err.contains("run"),
+            "{err}"
+        );
+        std::fs::write(run.join("sub").join(ATTRIBUTES), "---\nattributes: {}\n").unwrap();
+        check(&run).unwrap();
+    }
 
     #[test]
     fn place_puts_a_new_dataset_over_the_old_and_leaves_no_hidden_folder() {

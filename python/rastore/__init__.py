@@ -259,6 +259,7 @@ def create(path, dtype, shape, *, overwrite=False, split_links=False):
     durable. An existing ``path`` raises ``FileExistsError`` unless ``overwrite``; one
     with other hard links is refused unless ``split_links`` (only this name is then
     replaced)."""
+    _only_ra(path, "rastore.create maps a RawArray file for writing")
     dtype = np.dtype(dtype)
     eltype, elbyte, descr = _raw_type(dtype)
     dims = [int(d) for d in (shape if np.iterable(shape) else (shape,))]
@@ -267,17 +268,27 @@ def create(path, dtype, shape, *, overwrite=False, split_links=False):
     return MappedFile(os.fspath(path), "r+").array
 
 
-def _allocator(path):
-    """For ``read``: a new Fortran-ordered array of the file's type and dims, and its
-    bytes as a flat view to read into."""
+def _only_ra(path, what):
+    """Refuses a ``path`` whose name says another format than RawArray, for ``what``
+    (a writer that makes only ``.ra`` files)."""
+    fmt = _rastore.format_of_name(_location(path))
+    if fmt is not None:
+        raise Error(f"{path}: {what}, and this name says .{fmt}: name it .ra, then "
+                    f"rastore.convert it to .{fmt} (or rastore.write an array in memory)")
 
-    def allocate(eltype, elbyte, dims, trailer):
+
+def _allocator(path):
+    """For ``read``: a new array of the file's type and dims, Fortran-ordered (C-ordered
+    for a C-order ``.npy``), and its bytes as a flat view to read into."""
+
+    def allocate(eltype, elbyte, dims, trailer, fortran=True):
         dtype = _numpy_dtype(eltype, elbyte, trailer)
         try:
-            out = np.empty(dims, dtype, order="F")
+            out = np.empty(dims, dtype, order="F" if fortran else "C")
         except (ValueError, MemoryError) as e:
             raise Error(f"{path}: NumPy cannot hold dims {dims} of {dtype}: {e}") from None
-        return out, out.T.reshape(-1).view(np.uint8)
+        flat = out.T if fortran else out
+        return out, flat.reshape(-1).view(np.uint8)
 
     return allocate
 
@@ -285,8 +296,10 @@ def _allocator(path):
 def read(path, *, storage_options=None):
     """A copy of the array in ``path`` (a file or ``s3://bucket/key``), in memory
     NumPy allocates and the array owns (``flags.owndata``), for every file rastore
-    reads: compressed, big-endian and BitArray files are decoded. The data is read
-    straight into the new array; an object with concurrent ranged GETs."""
+    reads: compressed, big-endian and BitArray files are decoded. A ``.npy`` file (told
+    by its first bytes) gives what ``np.load`` gives, in its order (C or Fortran), in
+    native byte order. The data is read straight into the new array; an object with
+    concurrent ranged GETs."""
     path = _location(path)
     if _is_remote(path):
         return _rastore.remote_read(path, _settings(storage_options), _allocator(path))
@@ -309,6 +322,12 @@ def write(
     becomes the trailer; ``compress`` stores LZ4; ``durable`` syncs before naming; a
     ``path`` with other hard links is refused unless ``split_links``. The padding bytes
     of structured types are written as zeros.
+
+    The format is the name's, as for ``convert``: a ``.npy`` (Fortran order, as
+    ``np.load`` reads it), a ``.png``, a ``.zarr`` group holding the array under the
+    name's stem, an ``.npz`` of it under that name; these keep what their format can
+    (a ``.npy`` or ``.png`` the data only; ``compress`` is a ``.zarr``'s zstd and is
+    refused for the others). Any other name (``.ra`` or none) is a RawArray file.
 
     ``path`` may be ``s3://bucket/key`` (a multipart upload: nothing appears under the
     key until it is whole). A Dask array is written by the workers that compute it,
@@ -343,10 +362,8 @@ def write(
     if metadata is None:
         metadata = b"" if descr is None else _rastore.descr_trailer(eltype, elbyte, dims, descr)
     if _is_remote(path):
-        if compress:
-            raise Error(f"{path}: compress applies to files; objects are stored raw, for ranged reads")
         _rastore.remote_write(path, _settings(storage_options), eltype, elbyte, dims,
-                              _fortran_bytes(a), bytes(metadata))
+                              _fortran_bytes(a), bytes(metadata), compress)
         return None
     _rastore.write(
         path, eltype, elbyte, dims, _fortran_bytes(a), compress, bytes(metadata), durable,
@@ -415,9 +432,10 @@ def _attributes_in(text, path):
 
 
 def references(path, chunks=None, *, url=None, storage_options=None):
-    """kerchunk v1 references to a ``.ra`` file or ``s3://`` object read in place: a
-    Zarr v2 group holding the array under the file's name, each chunk (whole frames
-    along the last axis, one contiguous byte range) ``[url, offset, length]``. fsspec's
+    """kerchunk v1 references to a ``.ra`` file or ``s3://`` object (or a ``.npy``
+    file) read in place: a Zarr v2 group holding the array under the file's name, each
+    chunk (whole frames along the last axis, one contiguous byte range; a C-order
+    ``.npy``'s whole rows along the first) ``[url, offset, length]``. fsspec's
     ``ReferenceFileSystem`` reads them, and so does
     ``xr.open_dataset("reference://", engine="zarr", backend_kwargs={"storage_options":
     {"fo": refs}, "consolidated": False})``. ``chunks``: frames per chunk (or a shape of
@@ -458,6 +476,7 @@ class Appender(_rastore.AppenderCore):
                     path,
                 )
             return super().__new__(cls, path, durable=durable)
+        _only_ra(path, "rastore.Appender grows a RawArray file")
         eltype, elbyte, descr = _raw_type(np.dtype(dtype))
         if descr is not None:
             raise Error(f"{np.dtype(dtype)} is stored as user<{elbyte}>: append to a file that has it")

@@ -26,20 +26,24 @@ class _Local:
         # Whether indices are read by gathers: a mapped .ra file, or any data the
         # reader reads (a .npy is indexed by NumPy over its mapping).
         self.gathers = True
+        # Mapping checks the header (a .npy's, and that its data is all there): what
+        # it refuses, the reader would refuse too, so its error is the file's.
+        mapped = MappedFile(path)
         try:
-            mapped = MappedFile(path)
-            # Mapping checks the header; making the array checks that the data can
-            # be used in place. The array is kept: every batch found in the page
-            # cache is indexed from it.
+            # Making the array checks that the data can be used in place. The array
+            # is kept: every batch found in the page cache is indexed from it.
             self.view = mapped.array
-            self.mapped = mapped
-            self.gathers = mapped._npy_descr() is None
         except Error:
+            # A .npy has no other reader here: its error stands.
+            if mapped._npy_descr() is not None:
+                raise
             # Big-endian data of a numeric type has no view in place: the reader
             # gathers it, swapped, from the file, and reads basic indexing the same way
             # (a file larger than memory stays on disk). Compressed, BitArray and
             # big-endian user-type data the reader decodes whole, once, when it opens.
-            pass
+            return
+        self.mapped = mapped
+        self.gathers = mapped._npy_descr() is None
 
     def describe(self):
         """(shape, dtype): the mapping's, or the reader's (which opens it)."""

@@ -31,7 +31,7 @@ from dask.callbacks import Callback
 from dask.delayed import Delayed
 from dask.utils import parse_bytes
 
-from . import (_fortran_bytes, _is_remote, _native, _raw_type, _rastore,
+from . import (_fortran_bytes, _is_remote, _native, _only_ra, _raw_type, _rastore,
                _settings)
 from ._array import Array
 
@@ -306,6 +306,8 @@ def _local(path, x, eltype, elbyte, dims, dtype, trailer, durable, split_links):
 def write(path, x, *, metadata=None, durable=False, split_links=False, storage_options=None,
           compute=True):
     """``rastore.write`` of the Dask array ``x``."""
+    _only_ra(path, "a Dask array is written into a RawArray file, block by block by its "
+             "workers")
     dtype = np.dtype(x.dtype)
     if dtype.fields is None and not dtype.isnative:
         x = x.astype(dtype.newbyteorder("="))

@@ -28,10 +28,12 @@ import os
 import shutil
 import uuid
 
+import numpy as np
 import xarray as xr
 from xarray.core import indexing
 
-from . import Error, _attributes_in, _folder_attributes, _is_remote, _rastore, _settings
+from . import (Error, _attributes_in, _folder_attributes, _is_remote, _rastore, _raw_type,
+               _settings)
 from ._array import Array
 from ._xarray import RastoreBackendArray, _plain, labels
 
@@ -111,13 +113,30 @@ def _raw(folder, drop_variables, prefix=None, group=""):
     return variables, attrs
 
 
-def open_dataset(folder, *, drop_variables=None, storage_options=None, _prefix=None,
-                 _group="", **decoders):
+def _checked(folder, storage_options):
+    """Refuses a folder (or prefix) that is no dataset: no ``.ra`` files and no
+    ``dataset.yaml``, in it or below (as ``ra info`` and ``ra convert`` refuse it). The
+    ``_Prefix`` of an ``s3://`` one, ``None`` for a local one."""
+    if not _is_remote(str(folder)):
+        _rastore.dataset_check(os.fspath(folder))
+        return None
+    prefix = _Prefix(folder, storage_options)
+    if not any(n.endswith(".ra") or n.split("/")[-1] == ATTRIBUTES for n in prefix.names):
+        raise Error(f"{folder}: not a dataset: a prefix with no .ra objects and no "
+                    f"{ATTRIBUTES}, at it or below")
+    return prefix
+
+
+def open_dataset(folder, *, drop_variables=None, storage_options=None, **decoders):
     """The dataset in ``folder`` (or under an ``s3://`` prefix ending ``/``), lazily,
     CF-decoded as ``decoders`` (xarray's ``decode_times``, ``mask_and_scale`` and so on)
-    say."""
-    if _prefix is None and _is_remote(str(folder)):
-        _prefix = _Prefix(folder, storage_options)
+    say. A folder that is no dataset is refused."""
+    prefix = _checked(folder, storage_options)
+    return _open_node(folder, drop_variables=drop_variables, _prefix=prefix, **decoders)
+
+
+def _open_node(folder, *, drop_variables=None, _prefix=None, _group="", **decoders):
+    """The dataset of one node: ``folder``, or ``_group`` of the ``_Prefix``."""
     variables, attrs = _raw(folder, drop_variables, _prefix, _group)
     try:
         ds = xr.Dataset(variables, attrs=attrs)
@@ -130,14 +149,14 @@ def open_datatree(folder, storage_options=None, **kwargs):
     """The tree of datasets in ``folder`` and its sub-folders (or under an ``s3://``
     prefix and the prefixes below it)."""
     nodes = {}
-    if _is_remote(str(folder)):
-        prefix = _Prefix(folder, storage_options)
+    prefix = _checked(folder, storage_options)
+    if prefix is not None:
         for g in prefix.groups():
-            nodes["/" + g] = open_dataset(folder, _prefix=prefix, _group=g, **kwargs)
+            nodes["/" + g] = _open_node(folder, _prefix=prefix, _group=g, **kwargs)
         return xr.DataTree.from_dict(nodes)
 
     def walk(path, at):
-        nodes[at] = open_dataset(path, **kwargs)
+        nodes[at] = _open_node(path, **kwargs)
         for e in _entries(path):
             if e.is_dir(follow_symlinks=False):
                 walk(e.path, f"{at.rstrip('/')}/{e.name}")
@@ -167,33 +186,53 @@ def _encoded(ds):
     return variables, attrs
 
 
+def _check_type(name, var, where):
+    """Refuses, naming it, a variable whose type no RawArray holds."""
+    try:
+        _raw_type(np.dtype(var.dtype))
+    except Error:
+        hint = (f"; strings held as Python objects become fixed-width with "
+                f"ds[{name!r}].astype(str)" if var.dtype.kind == "O" else "")
+        raise Error(f"{where}: the variable {name!r} ({var.dtype}) cannot be stored: a "
+                    "variable holds numbers, bools, fixed-width strings (NumPy's U and S "
+                    "types), times (CF-encoded as integers) or structured types"
+                    f"{hint}") from None
+
+
 def _named(ds, where):
     """The CF-encoded variables of ``ds`` as named DataArrays, each name checked to be
-    a file name, and its attributes."""
+    a file name and each type one a RawArray holds, and its attributes."""
     variables, attrs = _encoded(ds)
     arrays = []
     for name, var in variables.items():
         name = _check_name(name, where)
         if name + ".ra" == ATTRIBUTES:
             raise Error(f"{where}: a variable may not be named {name!r}")
+        _check_type(name, var, where)
         arrays.append(xr.DataArray(var.data, dims=var.dims, attrs=var.attrs, name=name))
     return arrays, attrs
 
 
-def _write_node(ds, folder, delayed, options):
-    """Writes the variables of ``ds`` into the new ``folder``; Dask-backed ones are
-    added to ``delayed`` to run together."""
+def _attributes_doc(attrs):
+    return bytes(_rastore.ndl_text({"attributes": _plain(dict(attrs))}))
+
+
+def _write_node(ds, folder, shown, delayed, options):
+    """Writes the variables of ``ds`` into the new ``folder`` (``shown`` in errors: the
+    folder it will be); Dask-backed ones are added to ``delayed`` to run together.
+    Whether it wrote anything (a variable or attributes)."""
     from . import _xarray
 
     os.mkdir(folder)
-    arrays, attrs = _named(ds, folder)
+    arrays, attrs = _named(ds, shown)
     for da in arrays:
         out = _xarray.write(os.path.join(folder, da.name + ".ra"), da, compute=False, **options)
         if out is not None:
             delayed.append(out)
     if attrs:
         with open(os.path.join(folder, ATTRIBUTES), "wb") as f:
-            f.write(bytes(_rastore.ndl_text({"attributes": _plain(dict(attrs))})))
+            f.write(_attributes_doc(attrs))
+    return bool(arrays or attrs)
 
 
 def write(folder, obj, *, durable=False, split_links=False, storage_options=None,
@@ -204,6 +243,11 @@ def write(folder, obj, *, durable=False, split_links=False, storage_options=None
     if str(folder).endswith(".ra"):
         raise Error(f"{folder}: a dataset is a folder, one NAME.ra per variable; give a "
                     "folder name without .ra (or write one variable: ds[name])")
+    fmt = _rastore.format_of_name(str(folder))
+    if fmt is not None:
+        raise Error(f"{folder}: a dataset is written as a folder of .ra files, and this name "
+                    f"says .{fmt}: write it to a folder, then rastore.convert(folder, "
+                    f"{str(folder)!r})")
     if not compute:
         raise Error("compute=False writes one array; a dataset is written at once")
     if _is_remote(str(folder)):
@@ -220,8 +264,16 @@ def write(folder, obj, *, durable=False, split_links=False, storage_options=None
     options = {"durable": durable, "split_links": split_links}
     delayed = []
     try:
+        wrote = False
         for rel, ds in _nodes(obj):
-            _write_node(ds, os.path.normpath(os.path.join(tmp, rel or ".")), delayed, options)
+            at = os.path.normpath(os.path.join(tmp, rel or "."))
+            shown = os.path.normpath(os.path.join(folder, rel or "."))
+            wrote |= _write_node(ds, at, shown, delayed, options)
+        if not wrote:
+            # An empty dataset is a dataset.yaml of no attributes: a folder holding
+            # neither file is no dataset.
+            with open(os.path.join(tmp, ATTRIBUTES), "wb") as f:
+                f.write(_attributes_doc({}))
         if delayed:
             from . import _dask
 
@@ -268,8 +320,9 @@ def _write_remote(url, obj, storage_options):
                 if out is not None:
                     delayed.append(out)
             if attrs:
-                doc = bytes(_rastore.ndl_text({"attributes": _plain(dict(attrs))}))
-                docs.append((f"{prefix}/{ATTRIBUTES}", doc))
+                docs.append((f"{prefix}/{ATTRIBUTES}", _attributes_doc(attrs)))
+        if not targets and not docs:
+            docs.append((f"{base}/{ATTRIBUTES}", _attributes_doc({})))
         if delayed:
             from . import _dask
 

@@ -18,10 +18,6 @@ from xarray.core import indexing
 from . import Error, _rastore, _raw_type
 from ._array import Array
 
-# What xarray calls the variable of a DataArray without a name.
-_UNNAMED = "__xarray_dataarray_variable__"
-
-
 def _plain(v):
     """``v`` as values NDL holds (NumPy scalars and arrays become Python ones)."""
     if isinstance(v, np.ndarray):
@@ -154,7 +150,8 @@ class RastoreBackendEntrypoint(BackendEntrypoint):
         name, dims, coords, attrs = labels(array.metadata, array.shape)
         data = indexing.LazilyIndexedArray(RastoreBackendArray(array))
         var = xr.Variable(dims, data, attrs=attrs)
-        key = name if name is not None else _UNNAMED
+        # Unnamed, it is named after the file, as ZarrStore and `ra convert` name it.
+        key = name if name is not None else _rastore.array_name(location)
         variables = {} if drop_variables and key in drop_variables else {key: var}
         return xr.Dataset(variables, coords=coords)
 

@@ -1,5 +1,6 @@
 """``rastore.ZarrStore``: a read-only zarr-python 3 store that presents one ``.ra`` file
-or object, or a folder of them, as a Zarr v3 hierarchy, read in place.
+or object (or an uncompressed ``.npy`` file), or a folder of ``.ra`` files, as a Zarr v3
+hierarchy, read in place.
 
 Each array's metadata comes from its header and NDL trailer (shape, type, dimension
 names, attributes; a ``transpose`` to column-major and ``bytes`` in the file's byte
@@ -11,6 +12,7 @@ and ``ra refs`` share. The store pickles as its location, so Dask workers open t
 themselves."""
 
 import asyncio
+import errno
 import json
 import os
 
@@ -23,7 +25,8 @@ from . import _folder_attributes, _is_remote, _location, _rastore, _settings
 
 
 class _ArrayNode:
-    """One `.ra` file or object as a Zarr array: its metadata and its chunks' ranges."""
+    """One `.ra` file or object (or `.npy` file) as a Zarr array: its metadata and its
+    chunks' ranges, along ``axis`` (the last; the first for a C-order ``.npy``)."""
 
     def __init__(self, location, chunks, storage_options):
         self.location = location
@@ -35,15 +38,20 @@ class _ArrayNode:
         self.zarray, self.zattrs = layout["zarray"], layout["zattrs"]
         self.name = layout["name"]
         self.ndim = len(layout["dims"])
+        self.axis = layout["axis"]
         self.offset = layout["data_offset"]
         self.data_bytes = layout["data_bytes"]
         self.chunk_bytes = layout["chunk_bytes"]
         self.count = layout["count"]
         self._source = None
 
+    def _grid(self, i):
+        """The grid index of chunk ``i``: ``i`` on ``axis``, 0 on the others."""
+        return [i if k == self.axis else 0 for k in range(self.ndim)]
+
     def chunk_index(self, key, zarr_format):
         """The chunk a key names (v3 ``c/0/0/i``, ``c`` for 0-d; v2 ``0.0.i``, ``0``
-        for 0-d), or ``None``."""
+        for 0-d; ``i`` on ``axis``), or ``None``."""
         if zarr_format == 3:
             parts = key.split("/")
             if parts[0] != "c":
@@ -57,17 +65,16 @@ class _ArrayNode:
             index = [int(p) for p in parts]
         except ValueError:
             return None
-        i = index[-1] if index else 0
-        if any(index[:-1]) or not 0 <= i < self.count:
+        i = index[self.axis] if index else 0
+        if index != self._grid(i) or not 0 <= i < self.count:
             return None
         return i
 
     def chunk_keys(self, zarr_format):
         if self.ndim == 0:
             return ([("c" if zarr_format == 3 else "0")] if self.count else [])
-        if zarr_format == 3:
-            return [f"c{'/0' * (self.ndim - 1)}/{i}" for i in range(self.count)]
-        return [f"{'0.' * (self.ndim - 1)}{i}" for i in range(self.count)]
+        sep, start = ("/", "c/") if zarr_format == 3 else (".", "")
+        return [start + sep.join(map(str, self._grid(i))) for i in range(self.count)]
 
     def docs(self, zarr_format):
         """The array's metadata documents, by key within it."""
@@ -134,7 +141,9 @@ def _slice(data, byte_range):
 class ZarrStore(Store):
     """``ZarrStore(path_or_url, chunks=None, *, group=True, storage_options=None)``.
 
-    ``path_or_url``: a ``.ra`` file, an ``s3://`` object, or a folder (a dataset: each
+    ``path_or_url``: a ``.ra`` file (or an uncompressed ``.npy``, C or Fortran order:
+    chunks of whole rows along the first axis for C order), an ``s3://`` object, or a
+    folder (a dataset: each
     ``.ra`` in it an array named after the file, ``dataset.yaml`` its attributes, each
     sub-folder a sub-group). ``chunks``: frames
     per chunk (or a chunk shape of whole frames); by default the largest count that
@@ -158,6 +167,11 @@ class ZarrStore(Store):
         if zarr_format not in (2, 3):
             raise ValueError(f"zarr_format={zarr_format!r}: 2 or 3")
         self.location = _location(path_or_url)
+        if not _is_remote(self.location) and not os.path.exists(self.location):
+            # Said here: zarr would take a store with no metadata for one with no array.
+            raise FileNotFoundError(
+                errno.ENOENT, "no such file or folder (ZarrStore reads a .ra or .npy file, "
+                "or a folder of .ra files, in place)", self.location)
         self.chunks = chunks
         self.group = group
         self.zarr_format = zarr_format

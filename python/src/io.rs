@@ -1,12 +1,13 @@
 //! Reading, writing, creating and converting whole files, and `info`: each releases the
 //! GIL while it works.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rastore::convert::ConvertOptions;
+use rastore::convert::npy::NpySource;
+use rastore::convert::{ConvertOptions, Desc, Format, Source};
 use rastore::formats::npy::Descr;
 use rastore::{CreateOptions, DType, Header, WriteOptions};
 
@@ -15,13 +16,16 @@ use crate::errors::{error, to_py};
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
+    m.add_function(wrap_pyfunction!(format_of_name, m)?)?;
     m.add_function(wrap_pyfunction!(create_file, m)?)?;
     m.add_function(wrap_pyfunction!(place_file, m)?)?;
     m.add_function(wrap_pyfunction!(place_dataset, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_check, m)?)?;
     m.add_function(wrap_pyfunction!(check_output, m)?)?;
     m.add_function(wrap_pyfunction!(info_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(type_name, m)?)?;
+    m.add_function(wrap_pyfunction!(array_name, m)?)?;
     m.add_function(wrap_pyfunction!(descr_of, m)?)?;
     m.add_function(wrap_pyfunction!(descr_trailer, m)?)?;
     m.add_function(wrap_pyfunction!(write_box, m)?)?;
@@ -34,16 +38,21 @@ pub fn bytes_of<'a>(data: &'a PyReadonlyArray1<'_, u8>) -> PyResult<&'a [u8]> {
         .map_err(|e| error(format!("data must be contiguous bytes: {e}")))
 }
 
-/// Every file the Rust reader accepts, decoded to native order (a BitArray to one
-/// byte per Bool), into memory that NumPy allocates: `allocate(eltype, elbyte, dims,
-/// trailer)` returns `(array, its bytes as a flat uint8 view)`, and the data is read
-/// into the view with the GIL released. Returns the array.
+/// Every file the Rust reader accepts, and `.npy` files (told by their first bytes),
+/// decoded to native order (a BitArray to one byte per Bool), into memory that NumPy
+/// allocates: `allocate(eltype, elbyte, dims, trailer, fortran)` returns `(array, its
+/// bytes as a flat uint8 view)`, Fortran-ordered unless `fortran` is false (a C-order
+/// `.npy`, read as stored), and the data is read into the view with the GIL released.
+/// Returns the array.
 #[pyfunction]
 fn read<'py>(
     py: Python<'py>,
     path: PathBuf,
     allocate: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    if crate::mapped::is_npy(&path) {
+        return read_npy(py, &path, allocate);
+    }
     let reader = py
         .detach(|| rastore::DataReader::open(&path))
         .map_err(to_py)?;
@@ -60,8 +69,91 @@ fn read<'py>(
     Ok(array)
 }
 
-/// Writes column-major `data` as a file of `dims` and type `(eltype, elbyte)`,
-/// atomically, as `rastore::write` does.
+/// `read` of a `.npy`: its data as stored (C or Fortran order), in native byte order.
+fn read_npy<'py>(
+    py: Python<'py>,
+    path: &Path,
+    allocate: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let npy = py.detach(|| NpySource::open(path)).map_err(to_py)?;
+    let desc = npy.desc().clone();
+    let trailer = PyBytes::new(py, &desc.trailer);
+    let args = (
+        desc.dtype.eltype,
+        desc.dtype.elbyte,
+        desc.dims,
+        trailer,
+        !npy.c_order(),
+    );
+    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) =
+        allocate.call1(args)?.extract()?;
+    let mut bytes = bytes.readwrite();
+    let buf = bytes
+        .as_slice_mut()
+        .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
+    py.detach(|| npy.read_stored_into(buf)).map_err(to_py)?;
+    Ok(array)
+}
+
+/// The format other than RawArray that `path`'s name says (`.npy`, `.png`, `.npz`,
+/// `.zarr`), if any: what `write` writes there instead of a `.ra`.
+pub fn named_format(path: &Path) -> Option<Format> {
+    Format::by_extension(path).filter(|f| *f != Format::Ra)
+}
+
+/// `named_format` as Python names it (`"npy"`, ...), for the writers that make only
+/// `.ra` files (`create`, Dask's stores, `Appender`) to refuse the others by name.
+#[pyfunction]
+fn format_of_name(path: PathBuf) -> Option<&'static str> {
+    named_format(&path).map(|f| match f {
+        Format::Npy => "npy",
+        Format::Png => "png",
+        Format::Npz => "npz",
+        Format::Zarr => "zarr",
+        Format::Ra => "ra",
+    })
+}
+
+/// Writes the array of `desc`, column-major `bytes`, to `path` in the `format` its
+/// name says, as `ra convert` writes it there (`rastore::convert::write_array`):
+/// `compress` is a `.zarr`'s zstd and means nothing to the other formats, whose
+/// files `durable` syncs (a `.zarr` folder's are not).
+pub fn write_by_name(
+    py: Python<'_>,
+    path: &Path,
+    format: Format,
+    desc: Desc,
+    bytes: &[u8],
+    (compress, durable): (bool, bool),
+    options: ConvertOptions,
+) -> PyResult<()> {
+    let ext = format!(
+        ".{}",
+        path.extension().unwrap_or_default().to_string_lossy()
+    );
+    if compress && format != Format::Zarr {
+        return Err(error(format!(
+            "{}: compress=True stores a .ra as LZ4 or a .zarr with zstd; a {ext} has no \
+             such option (write a .ra or .zarr name to compress)",
+            path.display()
+        )));
+    }
+    if durable && format == Format::Zarr {
+        return Err(error(format!(
+            "{}: durable=True syncs a file before naming it; the files of a .zarr folder \
+             are not synced (write a .ra or .npy to have it durable)",
+            path.display()
+        )));
+    }
+    let options = options.compress(compress).durable(durable);
+    py.detach(|| rastore::convert::write_array(path, desc, bytes, &options))
+        .map(drop)
+        .map_err(to_py)
+}
+
+/// Writes column-major `data` of `dims` and type `(eltype, elbyte)` to `path`,
+/// atomically: a `.ra` as `rastore::write` does, unless the name says another format
+/// (`write_by_name`).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn write(
@@ -77,6 +169,17 @@ fn write(
     split_links: bool,
 ) -> PyResult<()> {
     let bytes = bytes_of(&data)?;
+    if let Some(format) = named_format(&path) {
+        let desc = Desc {
+            dtype: DType { eltype, elbyte },
+            dims,
+            trailer: metadata,
+        };
+        let options = ConvertOptions::new()
+            .overwrite(true)
+            .split_links(split_links);
+        return write_by_name(py, &path, format, desc, bytes, (compress, durable), options);
+    }
     py.detach(|| {
         let header = Header::new(DType { eltype, elbyte }, &dims).map_err(|e| e.at(&path))?;
         WriteOptions::new()
@@ -157,6 +260,14 @@ fn place_dataset(py: Python<'_>, tmp: PathBuf, folder: PathBuf, durable: bool) -
         .map_err(to_py)
 }
 
+/// Refuses a local folder that is no dataset (`rastore::dataset::check`): no `.ra`
+/// files and no `dataset.yaml`, in it or below.
+#[pyfunction]
+fn dataset_check(py: Python<'_>, folder: PathBuf) -> PyResult<()> {
+    py.detach(|| rastore::dataset::check(&folder))
+        .map_err(to_py)
+}
+
 /// Refuses an output whose folder does not exist, as every writer does, before a job
 /// that writes it later is laid out.
 #[pyfunction]
@@ -221,6 +332,14 @@ fn convert(
     py.detach(|| rastore::convert::convert(&input, &output, &options, &mut |_, _| ()))
         .map(drop)
         .map_err(to_py)
+}
+
+/// The name of the array a file or object holds, when it names none: its file name
+/// without its format's extension (`rastore::convert::array_name`), as Zarr groups
+/// and `ra convert` name it.
+#[pyfunction]
+fn array_name(location: PathBuf) -> String {
+    rastore::convert::array_name(&location)
 }
 
 /// The RawArray type's name (`int128`, `user<12>`), for messages.

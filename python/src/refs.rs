@@ -1,4 +1,4 @@
-//! `.ra` files and objects read as Zarr in place (feature `zarr`): the metadata and
+//! `.ra` files and objects (and `.npy` files) read as Zarr in place (feature `zarr`): the metadata and
 //! chunk layout `rastore.ZarrStore` serves, and the kerchunk references
 //! `rastore.references` returns ([`rastore::convert::refs`]).
 
@@ -45,6 +45,7 @@ fn zarr_in_place(
             "zattrs": v.zattrs,
             "dims": v.dims,
             "chunk": v.chunk,
+            "axis": v.axis,
             "data_offset": v.data_offset,
             "data_bytes": v.data_bytes,
             "chunk_bytes": v.chunk_bytes,

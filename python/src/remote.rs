@@ -3,16 +3,18 @@
 //! releases the GIL while it waits on the network. `settings` are object_store's AWS
 //! names (`aws_endpoint`, `aws_region`, ...) that override the environment's.
 
+use std::path::Path;
 use std::sync::OnceLock;
 
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rastore::convert::{ConvertOptions, Desc};
 use rastore::remote::{FillToken, RemoteOptions, RemoteRa};
 use rastore::{DType, Encoding, Header};
 
 use crate::errors::{error, to_py};
-use crate::io::bytes_of;
+use crate::io::{bytes_of, named_format, write_by_name};
 use crate::reader::{along, bytes_mut, indices_of, strides};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -204,7 +206,9 @@ fn remote_read<'py>(
 }
 
 /// Uploads column-major `data` of `dims` and type `(eltype, elbyte)`, then `metadata`,
-/// to `url`: nothing is visible under the key until the upload completes.
+/// to `url`: nothing is visible under the key until the upload completes. A `.ra`
+/// unless the name says another format (`write_by_name`); a `.ra` object is stored
+/// raw, for ranged reads (`compress` refused).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn remote_write(
@@ -216,8 +220,26 @@ fn remote_write(
     dims: Vec<u64>,
     data: PyReadonlyArray1<'_, u8>,
     metadata: Vec<u8>,
+    compress: bool,
 ) -> PyResult<()> {
     let bytes = bytes_of(&data)?;
+    let path = Path::new(&url);
+    if let Some(format) = named_format(path) {
+        let desc = Desc {
+            dtype: DType { eltype, elbyte },
+            dims,
+            trailer: metadata,
+        };
+        let options = ConvertOptions::new()
+            .overwrite(true)
+            .remote(options(settings));
+        return write_by_name(py, path, format, desc, bytes, (compress, false), options);
+    }
+    if compress {
+        return Err(error(format!(
+            "{url}: compress applies to files; objects are stored raw, for ranged reads"
+        )));
+    }
     py.detach(|| {
         let header = Header::new(DType { eltype, elbyte }, &dims).map_err(|e| e.at(&url))?;
         rastore::remote::upload_bytes(&url, &header, bytes, &metadata, &options(settings))

@@ -54,15 +54,15 @@ def test_open_is_lazy_and_chunks_make_it_dask(tmp_path):
 def test_a_file_without_labels_opens_with_dim_names_and_its_attributes(tmp_path):
     rastore.write(tmp_path / "p.ra", np.ones((2, 3), "i2"))
     p = xr.open_dataarray(tmp_path / "p.ra", engine="rastore")
-    assert p.dims == ("dim_0", "dim_1") and p.name is None and p.attrs == {}
+    assert p.dims == ("dim_0", "dim_1") and p.name == "p" and p.attrs == {}
     rastore.write(tmp_path / "q.ra", np.ones((2, 3), "i2"),
                   metadata="---\nndarrays:\n  data:\n    attributes:\n      units: mm\n")
     q = xr.open_dataarray(tmp_path / "q.ra", engine="rastore")
     assert q.attrs == {"units": "mm"} and q.dims == ("dim_0", "dim_1")
-    # An unnamed DataArray comes back unnamed.
+    # An unnamed DataArray comes back named after its file, as ZarrStore names it.
     rastore.write(tmp_path / "u.ra", xr.DataArray(np.zeros(3), dims="k"))
     u = xr.open_dataarray(tmp_path / "u.ra", engine="rastore")
-    assert u.name is None and u.dims == ("k",)
+    assert u.name == "u" and u.dims == ("k",)
 
 
 def test_a_dask_backed_data_array_is_written_by_the_workers(tmp_path, client):

@@ -9,10 +9,11 @@ use super::{Block, Converted, Desc, Grain, Sink, Source};
 use crate::error::{Error, ErrorKind, Result};
 use crate::selection;
 
-/// Native column-major bytes of `desc`'s array, in memory.
-pub(crate) struct MemorySource {
+/// Native column-major bytes of `desc`'s array, in memory: owned (a decoded image), or
+/// borrowed from the caller (an array to write).
+pub(crate) struct MemorySource<D = Vec<u8>> {
     pub(crate) desc: Desc,
-    pub(crate) data: Vec<u8>,
+    pub(crate) data: D,
     pub(crate) shown: PathBuf,
 }
 
@@ -33,7 +34,7 @@ pub(crate) fn copy_box(
     Ok(())
 }
 
-impl Source for MemorySource {
+impl<D: AsRef<[u8]> + Send + Sync> Source for MemorySource<D> {
     fn desc(&self) -> &Desc {
         &self.desc
     }
@@ -46,24 +47,24 @@ impl Source for MemorySource {
         copy_box(
             &self.desc.dims,
             self.desc.dtype.elbyte,
-            &self.data,
+            self.data.as_ref(),
             block,
             out,
         )
     }
 
     fn read_selection(&self, sel: &[crate::Stride], out: &mut [u8]) -> Result<()> {
-        let w = self.desc.dtype.elbyte;
+        let (w, data) = (self.desc.dtype.elbyte, self.data.as_ref());
         selection::fit(out, selection::bytes_of(sel, w))?;
         for r in selection::runs(&self.desc.dims, w, sel, 0) {
             let from = r.from as usize;
-            out[r.to..r.to + r.len].copy_from_slice(&self.data[from..from + r.len]);
+            out[r.to..r.to + r.len].copy_from_slice(&data[from..from + r.len]);
         }
         Ok(())
     }
 
     fn lend(&self) -> Option<&[u8]> {
-        Some(&self.data)
+        Some(self.data.as_ref())
     }
 
     fn shown(&self) -> &Path {

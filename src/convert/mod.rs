@@ -26,6 +26,8 @@
 //! ([`Format::of_output`]). [`open`] and [`create`] make them; [`copy`] copies one
 //! into the other; [`convert()`] does all three, and converts trees of arrays (a
 //! dataset folder, a Zarr group, an `.npz`) member by member (`group`).
+//! [`write_array`] writes an array the caller holds in memory to any output, as
+//! [`convert()`] would.
 
 mod file;
 #[cfg(feature = "zarr")]
@@ -56,9 +58,9 @@ use crate::error::Result;
 
 pub use file::write_box;
 pub use open::{create, open};
-pub use options::{is_zarr, ConvertOptions, Format};
+pub use options::{array_name, is_zarr, ConvertOptions, Format};
 pub use plan::copy;
-pub use route::convert;
+pub use route::{convert, write_array};
 pub use select::{select, Pick};
 pub use stack::stack;
 

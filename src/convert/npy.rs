@@ -97,6 +97,20 @@ impl NpySource {
     }
 }
 
+impl NpySource {
+    /// Whether the data is stored in C order (an array of two or more axes).
+    pub fn c_order(&self) -> bool {
+        self.c_order
+    }
+
+    /// All of the data, in native byte order (Bools 0 or 1), into `out`, which must be
+    /// exactly its bytes: column-major, or in C order where [`c_order`](Self::c_order)
+    /// says it is stored so (the bytes of a C-order NumPy array), with no transpose.
+    pub fn read_stored_into(self, out: &mut [u8]) -> Result<()> {
+        self.reader.read_into(out)
+    }
+}
+
 impl Source for NpySource {
     fn desc(&self) -> &Desc {
         &self.desc

@@ -85,7 +85,9 @@ impl Format {
         }
     }
 
-    pub(super) fn by_extension(path: &Path) -> Option<Format> {
+    /// The format `path`'s extension names (`.ra`, `.npy`, `.png`, `.npz`, `.zarr`, in
+    /// any case; a trailing `/` ignored), if any.
+    pub fn by_extension(path: &Path) -> Option<Format> {
         let name = path.to_str()?.trim_end_matches(['/', '\\']);
         let ext = Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
         match ext.as_str() {
@@ -96,6 +98,35 @@ impl Format {
             "zarr" => Some(Format::Zarr),
             _ => None,
         }
+    }
+}
+
+/// The name of the array a file holds in a group (and of its variable in xarray, when
+/// the file names none): its file name without its format's extension (`.ra`, `.npy`,
+/// `.png`, `.npz`, `.zarr`); `array` for a name that would be empty or hidden.
+pub fn array_name(input: &Path) -> String {
+    let s = input.to_string_lossy();
+    let base = match s.strip_prefix("s3://") {
+        Some(key) => key
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_string(),
+        None => input
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let known = Format::by_extension(Path::new(&base)).is_some();
+    let stem = match base.rsplit_once('.') {
+        Some((stem, _)) if known => stem,
+        _ => &base,
+    };
+    if stem.is_empty() || stem.starts_with('.') {
+        "array".into()
+    } else {
+        stem.into()
     }
 }
 
@@ -113,6 +144,7 @@ pub fn is_zarr(path: &Path) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct ConvertOptions {
     compress: bool,
+    durable: bool,
     nan_gray: Option<u8>,
     overwrite: bool,
     split_links: bool,
@@ -137,6 +169,14 @@ impl ConvertOptions {
     /// codec named is zstd.
     pub fn compress(mut self, yes: bool) -> Self {
         self.compress = yes;
+        self
+    }
+
+    /// Sync an output file before naming it, and its folder after, as
+    /// [`WriteOptions::durable`] does: files only (`.ra`, `.npy`, `.png`, `.npz`); the
+    /// files of a Zarr folder are not synced.
+    pub fn durable(mut self, yes: bool) -> Self {
+        self.durable = yes;
         self
     }
 
@@ -232,7 +272,7 @@ impl ConvertOptions {
     pub(crate) fn placement(&self) -> Placement {
         Placement {
             overwrite: self.overwrite,
-            durable: false,
+            durable: self.durable,
             split_links: self.split_links,
         }
     }
@@ -240,6 +280,7 @@ impl ConvertOptions {
     pub(crate) fn write_options(&self) -> WriteOptions {
         WriteOptions::new()
             .compress(self.compress)
+            .durable(self.durable)
             .overwrite(self.overwrite)
             .split_links(self.split_links)
     }

@@ -74,6 +74,15 @@ impl Overall {
 /// Copies `source` into `sink` piece by piece (see the module), then closes the source
 /// and commits the sink; on an error the sink is dropped, and leaves nothing.
 pub fn copy(source: Box<dyn Source>, sink: Box<dyn Sink>, progress: Progress) -> Result<Converted> {
+    fill(source.as_ref(), sink.as_ref(), progress)?;
+    // Closed first: the output may be the input, and Windows replaces no open file.
+    drop(source);
+    sink.commit()
+}
+
+/// Copies `source` into `sink` piece by piece, without committing: [`copy`]'s work,
+/// for a source the caller keeps (an array in memory).
+pub(crate) fn fill(source: &dyn Source, sink: &dyn Sink, progress: Progress) -> Result<()> {
     let desc = source.desc().clone();
     // A source that lends its bytes costs the same whatever the box.
     let from = match source.lend() {
@@ -81,10 +90,7 @@ pub fn copy(source: Box<dyn Source>, sink: Box<dyn Sink>, progress: Progress) ->
         None => source.grain(),
     };
     let pieces = plan(&desc, &from, &sink.grain())?;
-    run(source.as_ref(), sink.as_ref(), &desc, &pieces, progress)?;
-    // Closed first: the output may be the input, and Windows replaces no open file.
-    drop(source);
-    sink.commit()
+    run(source, sink, &desc, &pieces, progress)
 }
 
 /// The pieces that cover `desc`'s array for a source of grain `from` and a sink of

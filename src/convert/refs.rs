@@ -1,6 +1,7 @@
 //! A `.ra` file or object read as Zarr in place ([`crate::formats::zarr::InPlace`]):
 //! its Zarr metadata and chunk ranges, and kerchunk references to them, for a local
-//! path or an `s3://` URL. Nothing is written to the file.
+//! path or an `s3://` URL; an uncompressed `.npy` file likewise (its data at an
+//! offset, in C or Fortran order). Nothing is written to the file.
 
 use std::fs::File;
 use std::ops::Range;
@@ -8,54 +9,113 @@ use std::path::Path;
 
 use serde_json::Value;
 
+pub use super::options::array_name;
 use super::options::ConvertOptions;
 use crate::error::{io_at, ErrorKind, Result};
-use crate::formats::zarr::{in_place, InPlace, RaStorage, ReadRange};
+use crate::formats::npy;
+use crate::formats::zarr::{in_place, in_place_npy, InPlace, RaStorage, ReadRange};
 use crate::header::Header;
+use crate::sniff::is_npy;
 
-/// The frames per chunk that `chunks` asks of an array of `dims`: a frame count
-/// (`[k]`), or a chunk shape of whole frames (every axis but the last the array's).
-pub fn frames_of_chunks(chunks: &[u64], dims: &[u64]) -> Result<u64> {
+/// The frames per chunk that `chunks` asks of an array of `dims` cut along `axis`
+/// (the last for column-major data, the first for C order): a frame count (`[k]`),
+/// or a chunk shape of whole frames (every axis but `axis` the array's).
+pub fn frames_of_chunks(chunks: &[u64], dims: &[u64], axis: usize) -> Result<u64> {
     let n = dims.len();
+    let whole_but = |k: usize| (0..n).all(|j| j == k || chunks[j] == dims[j]);
     let frames = match chunks {
         [k] => Some(*k),
-        _ if chunks.len() == n && n > 0 && chunks[..n - 1] == dims[..n - 1] => Some(chunks[n - 1]),
+        _ if chunks.len() == n && axis < n && whole_but(axis) => Some(chunks[axis]),
         _ => None,
     };
     match frames {
         Some(k) if k > 0 => Ok(k),
-        _ => Err(ErrorKind::InvalidArgument(format!(
-            "chunks {chunks:?} of an array of {dims:?}: a chunk read in place is whole frames \
-             (every axis but the last whole, e.g. {:?}), one byte range of the file; or give \
-             the frame count alone",
-            [&dims[..n.saturating_sub(1)], &[1]].concat()
-        ))
-        .into()),
+        _ => {
+            let mut example = dims.to_vec();
+            if let Some(a) = example.get_mut(axis) {
+                *a = 1;
+            }
+            Err(ErrorKind::InvalidArgument(format!(
+                "chunks {chunks:?} of an array of {dims:?}: a chunk read in place is whole \
+                 frames (every axis but axis {axis} whole, e.g. {example:?}), one byte range \
+                 of the file; or give the frame count alone"
+            ))
+            .into())
+        }
     }
 }
 
-/// The header and trailer of `input` and a reader of its bytes.
-fn opened(input: &Path, options: &ConvertOptions) -> Result<(Header, Vec<u8>, ReadRange)> {
+/// The view of `input` (`chunks`: see [`frames_of_chunks`]; default: the largest frame
+/// count that divides the frames within about 16 MiB) and a reader of its bytes: a
+/// `.ra`, or an uncompressed `.npy` (told by its first bytes) in C or Fortran order.
+fn opened(
+    input: &Path,
+    chunks: Option<&[u64]>,
+    options: &ConvertOptions,
+) -> Result<(InPlace, ReadRange)> {
+    let frames = |dims: &[u64], axis: usize| -> Result<Option<u64>> {
+        chunks
+            .map(|c| frames_of_chunks(c, dims, axis))
+            .transpose()
+            .map_err(|e| e.at(input))
+    };
     if let Some(url) = input.to_str().filter(|s| s.starts_with("s3://")) {
-        return remote(url, options);
+        let (h, trailer, read) = remote(url, options)?;
+        let axis = h.dims().len().saturating_sub(1);
+        let view = in_place(&h, &trailer, frames(h.dims(), axis)?, input)?;
+        return Ok((view, read));
     }
     let file = File::open(input).map_err(io_at("open", input))?;
     let len = file.metadata().map_err(io_at("stat", input))?.len();
-    let h = crate::read::read_header_at_start(&file, len).map_err(|e| e.at(input))?;
-    let trailer =
-        crate::read::ndl_trailer_of(&file, &h, len).map_err(io_at("read metadata", input))?;
+    let mut head = [0u8; 6];
+    let npy = crate::sys::read_exact_at(&file, &mut head, 0).is_ok() && is_npy(&head);
+    let view = if npy {
+        let nh = npy::read_header(&mut &file).map_err(|e| e.at(input))?;
+        let (_, nbytes) = nh.data_len().map_err(|e| e.at(input))?;
+        let end = nh.data_offset.saturating_add(nbytes);
+        if end > len {
+            return Err(crate::Error::from(ErrorKind::TruncatedData {
+                expected: end,
+                actual: len,
+            })
+            .at(input));
+        }
+        let axis = match nh.fortran_order || nh.shape.len() < 2 {
+            true => nh.shape.len().saturating_sub(1),
+            false => 0,
+        };
+        in_place_npy(&nh, frames(&nh.shape, axis)?, input)?
+    } else {
+        let h = crate::read::read_header_at_start(&file, len).map_err(|e| e.at(input))?;
+        let trailer =
+            crate::read::ndl_trailer_of(&file, &h, len).map_err(io_at("read metadata", input))?;
+        let axis = h.dims().len().saturating_sub(1);
+        in_place(&h, &trailer, frames(h.dims(), axis)?, input)?
+    };
     let shown = input.to_path_buf();
     let read = move |r: Range<u64>| -> Result<Vec<u8>> {
         let mut buf = vec![0u8; (r.end - r.start) as usize];
         crate::sys::read_exact_at(&file, &mut buf, r.start).map_err(io_at("read", &shown))?;
         Ok(buf)
     };
-    Ok((h, trailer, Box::new(read)))
+    Ok((view, Box::new(read)))
 }
 
 #[cfg(feature = "s3")]
 fn remote(url: &str, options: &ConvertOptions) -> Result<(Header, Vec<u8>, ReadRange)> {
-    let ra = crate::remote::RemoteRa::open_with(url, options.remote_options().clone())?;
+    let ra =
+        crate::remote::RemoteRa::open_with(url, options.remote_options().clone()).map_err(|e| {
+            match e.kind() {
+                ErrorKind::NotRawArray {
+                    found: Some(what), ..
+                } => crate::Error::from(ErrorKind::Unsupported(format!(
+                    "{what} in object storage: objects are read in place as .ra only (a .npy \
+                 reads in place as a local file); `ra convert` it to .ra first"
+                )))
+                .at(url),
+                _ => e,
+            }
+        })?;
     let h = ra.header().clone();
     let trailer = ra.metadata()?;
     Ok((h, trailer, Box::new(move |r| ra.read_bytes(r))))
@@ -69,36 +129,26 @@ fn remote(url: &str, _options: &ConvertOptions) -> Result<(Header, Vec<u8>, Read
     .at(url))
 }
 
-/// The view of the opened file: `chunks` as [`frames_of_chunks`] reads them (default:
-/// the largest frame count that divides the frames within about 16 MiB).
-fn view(h: &Header, trailer: &[u8], chunks: Option<&[u64]>, input: &Path) -> Result<InPlace> {
-    let frames = chunks
-        .map(|c| frames_of_chunks(c, h.dims()))
-        .transpose()
-        .map_err(|e| e.at(input))?;
-    in_place(h, trailer, frames, input)
-}
-
-/// `input` (a `.ra` file or `s3://` object) as a Zarr array of whole-frame chunks
-/// (`chunks`: see [`frames_of_chunks`]).
+/// `input` (a `.ra` or `.npy` file, or a `.ra` `s3://` object) as a Zarr array of
+/// whole-frame chunks (`chunks`: see [`frames_of_chunks`]).
 pub fn zarr_in_place(
     input: &Path,
     chunks: Option<&[u64]>,
     options: &ConvertOptions,
 ) -> Result<InPlace> {
-    let (h, trailer, _) = opened(input, options)?;
-    view(&h, &trailer, chunks, input)
+    opened(input, chunks, options).map(|(view, _)| view)
 }
 
-/// `input` (a `.ra` file or `s3://` object) as a zarrs storage holding its array at the
-/// root: `zarrs::array::Array::open(Arc::new(storage), "/")` reads it in place.
+/// `input` (a `.ra` or `.npy` file, or a `.ra` `s3://` object) as a zarrs storage
+/// holding its array at the root: `zarrs::array::Array::open(Arc::new(storage), "/")`
+/// reads it in place.
 pub fn zarrs_storage(
     input: &Path,
     chunks: Option<&[u64]>,
     options: &ConvertOptions,
 ) -> Result<RaStorage> {
-    let (h, trailer, read) = opened(input, options)?;
-    Ok(RaStorage::new(view(&h, &trailer, chunks, input)?, read))
+    let (view, read) = opened(input, chunks, options)?;
+    Ok(RaStorage::new(view, read))
 }
 
 /// kerchunk v1 references to `input` read in place: a Zarr v2 group holding the array
@@ -112,8 +162,7 @@ pub fn references(
     url: Option<&str>,
     options: &ConvertOptions,
 ) -> Result<Value> {
-    let (h, trailer, read) = opened(input, options)?;
-    let view = view(&h, &trailer, chunks, input)?;
+    let (view, read) = opened(input, chunks, options)?;
     let own = match input.to_str() {
         Some(s) if s.starts_with("s3://") => s.to_string(),
         _ => std::path::absolute(input)
@@ -146,44 +195,19 @@ pub fn write_references(
     })
 }
 
-/// The name of the array a file holds in a group: its file name without its format's
-/// extension (`.ra`, `.npy`, `.png`, `.zarr`).
-pub fn array_name(input: &Path) -> String {
-    let s = input.to_string_lossy();
-    let base = match s.strip_prefix("s3://") {
-        Some(key) => key
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or("")
-            .to_string(),
-        None => input
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    };
-    let known = super::Format::by_extension(Path::new(&base)).is_some();
-    let stem = match base.rsplit_once('.') {
-        Some((stem, _)) if known => stem,
-        _ => &base,
-    };
-    if stem.is_empty() || stem.starts_with('.') {
-        "array".into()
-    } else {
-        stem.into()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn chunks_are_whole_frames_and_names_are_stems() {
-        assert_eq!(frames_of_chunks(&[4, 5, 2], &[4, 5, 9]).unwrap(), 2);
-        assert_eq!(frames_of_chunks(&[3], &[4, 5, 9]).unwrap(), 3);
-        assert!(frames_of_chunks(&[2, 5, 2], &[4, 5, 9]).is_err());
-        assert!(frames_of_chunks(&[0], &[4, 5, 9]).is_err());
+        assert_eq!(frames_of_chunks(&[4, 5, 2], &[4, 5, 9], 2).unwrap(), 2);
+        assert_eq!(frames_of_chunks(&[3], &[4, 5, 9], 2).unwrap(), 3);
+        assert!(frames_of_chunks(&[2, 5, 2], &[4, 5, 9], 2).is_err());
+        assert!(frames_of_chunks(&[0], &[4, 5, 9], 2).is_err());
+        // C order: rows along the first axis.
+        assert_eq!(frames_of_chunks(&[2, 5, 9], &[4, 5, 9], 0).unwrap(), 2);
+        assert!(frames_of_chunks(&[4, 5, 2], &[4, 5, 9], 0).is_err());
         assert_eq!(array_name(Path::new("s3://b/scans/ct.ra")), "ct");
         assert_eq!(array_name(Path::new("/data/x")), "x");
         assert_eq!(array_name(Path::new("/data/t.2m.npy")), "t.2m");

@@ -43,6 +43,64 @@ pub fn convert(
     copy(source, sink, progress)
 }
 
+/// Writes `data`, the native column-major bytes of the array `desc` describes, to
+/// `output` in the format its name says ([`Format::by_extension`]), as [`convert()`]
+/// writes one array there: a `.ra`, `.npy` or `.png` file; a `.zarr` group holding the
+/// array under the output's name without its extension (a bare array with
+/// [`ConvertOptions::zarr_array`]); an `.npz` of it under that name. On this machine
+/// or in object storage (`s3://`); nothing is left at `output` when it fails.
+pub fn write_array(
+    output: &Path,
+    desc: super::Desc,
+    data: &[u8],
+    options: &ConvertOptions,
+) -> Result<Converted> {
+    if data.len() as u64 != desc.nbytes() {
+        return Err(Error::from(ErrorKind::InvalidArgument(format!(
+            "{} data bytes for {} of dims {:?} ({} bytes)",
+            data.len(),
+            desc.dtype,
+            desc.dims,
+            desc.nbytes()
+        )))
+        .at(output));
+    }
+    if url_of(output).is_none() {
+        options.check_output(output)?;
+    }
+    #[cfg(feature = "zarr")]
+    {
+        let tree = match Format::by_extension(output) {
+            Some(Format::Zarr) => !options.zarr_bare(),
+            Some(Format::Npz) => true,
+            _ => false,
+        };
+        if tree {
+            let source = super::memory::MemorySource {
+                desc,
+                data: data.to_vec(),
+                shown: output.to_path_buf(),
+            };
+            let name = super::refs::array_name(output);
+            return super::group::source_into_group(
+                Box::new(source),
+                name,
+                output,
+                options,
+                &mut |_, _| (),
+            );
+        }
+    }
+    let sink = create(output, desc.clone(), options)?;
+    let source = super::memory::MemorySource {
+        desc,
+        data,
+        shown: output.to_path_buf(),
+    };
+    super::plan::fill(&source, sink.as_ref(), &mut |_, _| ())?;
+    sink.commit()
+}
+
 /// Each member of the archive `input` as `out/NAME.ra` (or its one member as the output
 /// `out` names, of any format), converted in turn; a deflated member is inflated
 /// beside the output first.

@@ -134,6 +134,10 @@ fn the_tool_reads_a_folder_as_its_variables() {
     let empty = d.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     assert!(fails(&["info", s(&empty)], 1).contains("no .ra files"));
+    // Into any output: a folder that is no dataset converts into nothing.
+    let out = d.path().join("empty.zarr");
+    assert!(fails(&["convert", s(&empty), s(&out)], 1).contains("not a dataset"));
+    assert!(!out.exists());
 }
 
 /// A dataset under an `s3://bucket/prefix/`, against s3s-fs: a folder uploads into

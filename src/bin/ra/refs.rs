@@ -1,4 +1,4 @@
-//! `ra refs`: kerchunk references to a `.ra` file or `s3://` object read in place, so
+//! `ra refs`: kerchunk references to a `.ra` (or `.npy`) file or `s3://` object read in place, so
 //! that every Zarr reader (fsspec's `ReferenceFileSystem`, xarray, GDAL) reads it with
 //! no copy.
 
@@ -12,7 +12,7 @@ use crate::Outcome;
 
 #[derive(clap::Args)]
 pub struct RefsArgs {
-    /// The .ra file or s3:// object.
+    /// The .ra (or uncompressed .npy) file, or s3:// object.
     input: PathBuf,
     /// Write the references (JSON) to this file instead of stdout.
     #[arg(short, long)]

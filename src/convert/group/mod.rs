@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 use yaml_rust2::yaml::Hash;
@@ -89,12 +90,29 @@ pub(super) fn one_into_group(
     Tree::one(input, name.into()).write(output, options, progress)
 }
 
+/// One array in memory (`source`) into a new tree output `output` (a Zarr group, an
+/// `.npz`), named `name`.
+pub(super) fn source_into_group(
+    source: Box<dyn Source>,
+    name: String,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    let mut tree = Tree::new("one array", Map::new());
+    tree.arrays
+        .push((name, Member::Given(Mutex::new(Some(source)))));
+    tree.write(output, options, progress)
+}
+
 /// An array of a tree, and where it is read from.
 enum Member {
     /// A dataset's variable, a `.ra`.
     Variable(PathBuf),
     /// One array: anything [`open`](super::open()) opens.
     One(PathBuf),
+    /// One array already open (held in memory), taken when it is copied.
+    Given(Mutex<Option<Box<dyn Source>>>),
     /// An array of a Zarr group, its fill value taken as xarray takes it.
     Zarr(PathBuf),
 }
@@ -400,6 +418,15 @@ fn xarray(options: &ConvertOptions, m: &Member) -> ConvertOptions {
 fn open_member(m: &Member, options: &ConvertOptions) -> Result<Box<dyn Source>> {
     match m {
         Member::Variable(p) | Member::One(p) => super::open(p, options),
+        Member::Given(source) => source
+            .lock()
+            .ok()
+            .and_then(|mut s| s.take())
+            .ok_or_else(|| {
+                Error::from(ErrorKind::InvalidArgument(
+                    "an array given in memory is copied once".into(),
+                ))
+            }),
         Member::Zarr(p) => Ok(Box::new(super::zarr::ZarrSource::open_member(
             &options.zarr_at(p),
         )?)),
@@ -432,6 +459,7 @@ fn attributes_map(attrs: Option<Yaml>) -> Map<String, Value> {
 /// The tree of the dataset at `folder`: its variables, and a group for the folder and
 /// each sub-folder that holds variables, with its `dataset.yaml` attributes.
 fn dataset_tree(folder: &Path) -> Result<Tree> {
+    crate::dataset::check(folder)?;
     let mut tree = Tree::new("a dataset folder", Map::new());
     for v in crate::dataset::variables(folder)? {
         tree.add_variable(v.name, v.path);

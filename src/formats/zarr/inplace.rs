@@ -2,7 +2,9 @@
 //! array whose chunks are whole frames along the last axis, each one contiguous byte
 //! range of the file (column-major data: a `transpose` to `[n-1, …, 0]` and `bytes` in
 //! the file's byte order in Zarr v3, `order: "F"` in Zarr v2), and kerchunk references
-//! to those ranges. Nothing is copied and the file is never written: a store serves
+//! to those ranges. An uncompressed `.npy` is the same: its data at an offset, in
+//! Fortran order (as a `.ra`), or in C order (no `transpose`, `order: "C"`, chunks of
+//! whole rows along the first axis). Nothing is copied and the file is never written: a store serves
 //! each chunk from the file's bytes (`rastore.ZarrStore`), a reader of references
 //! fetches them itself (`rastore.references`, `ra refs`).
 //!
@@ -25,7 +27,9 @@ use serde_json::{json, Map, Value};
 
 use super::meta::{self, ZarrType};
 use super::Codec;
+use crate::dtype::Kind;
 use crate::error::{Error, ErrorKind, Result};
+use crate::formats::npy::NpyHeader;
 use crate::header::{Encoding, Header};
 
 /// Bytes of a chunk, about, by default.
@@ -36,8 +40,11 @@ const CHUNK_BYTES: u64 = 16 << 20;
 pub struct InPlace {
     /// The array's shape.
     pub dims: Vec<u64>,
-    /// The chunk shape: every axis but the last whole, `frames` along the last.
+    /// The chunk shape: every axis but [`axis`](Self::axis) whole, `frames` along it.
     pub chunk: Vec<u64>,
+    /// The axis the chunks cut: the last (column-major data), or the first (a C-order
+    /// `.npy`); 0 for a 0-d array.
+    pub axis: usize,
     /// Where the data starts in the file.
     pub data_offset: u64,
     /// Bytes of the data.
@@ -117,6 +124,42 @@ pub fn in_place(
     frames: Option<u64>,
     shown: &Path,
 ) -> Result<InPlace> {
+    describe(
+        header,
+        trailer,
+        frames,
+        shown,
+        (header.data_offset(), false),
+    )
+}
+
+/// The `.npy` of header `nh` (named `shown`) as a Zarr array of chunks of `frames`
+/// frames: rows along the first axis when it is in C order (default: see the module).
+pub fn in_place_npy(nh: &NpyHeader, frames: Option<u64>, shown: &Path) -> Result<InPlace> {
+    let dtype = nh.descr.dtype().map_err(|e| e.at(shown))?;
+    let mut header = Header::new(dtype, &nh.shape).map_err(|e| e.at(shown))?;
+    if nh.descr.big_endian() {
+        let size = header.size();
+        header = header.with_storage(crate::header::Flags::BIG_ENDIAN, size);
+    }
+    let trailer = if dtype.kind() == Kind::User {
+        crate::ndl::descr_trailer(&header, &nh.descr)
+    } else {
+        Vec::new()
+    };
+    let c_order = !nh.fortran_order && nh.shape.len() > 1;
+    describe(&header, &trailer, frames, shown, (nh.data_offset, c_order))
+}
+
+/// The data of `header` and `trailer`, at `offset` of the file `shown`, column-major
+/// or (`c_order`) in C order, as a Zarr array of chunks of `frames` frames.
+fn describe(
+    header: &Header,
+    trailer: &[u8],
+    frames: Option<u64>,
+    shown: &Path,
+    (offset, c_order): (u64, bool),
+) -> Result<InPlace> {
     let refuse = |why: String| Error::from(ErrorKind::Unsupported(why)).at(shown);
     if let Some(why) = refusal(header) {
         return Err(refuse(why));
@@ -133,12 +176,18 @@ pub fn in_place(
     }
     let dims = header.dims().to_vec();
     let n = dims.len();
-    let last = dims.last().copied().unwrap_or(1);
-    let frame_bytes =
-        crate::header::checked_bytes(dtype.elbyte, &dims[..n.saturating_sub(1)]).unwrap_or(0);
+    let axis = if c_order { 0 } else { n.saturating_sub(1) };
+    let last = dims.get(axis).copied().unwrap_or(1);
+    let others: Vec<u64> = dims
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| *k != axis)
+        .map(|(_, d)| *d)
+        .collect();
+    let frame_bytes = crate::header::checked_bytes(dtype.elbyte, &others).unwrap_or(0);
     let k = frames_per_chunk(last, frame_bytes, frames);
     let mut chunk = dims.clone();
-    if let Some(c) = chunk.last_mut() {
+    if let Some(c) = chunk.get_mut(axis) {
         *c = k;
     }
     // Zarr has no chunk of extent 0: an empty axis is one of extent 1.
@@ -160,6 +209,12 @@ pub fn in_place(
         Some(names.clone()),
     );
     super::write::set_fill(&mut zarr_json, fill.as_ref());
+    if c_order {
+        // C order is Zarr's own: no `transpose`.
+        if let Some(codecs) = zarr_json["codecs"].as_array_mut() {
+            codecs.retain(|c| c["name"] != "transpose");
+        }
+    }
     let mut zattrs = Map::new();
     zattrs.insert("_ARRAY_DIMENSIONS".into(), json!(names));
     for (key, v) in attributes {
@@ -176,7 +231,7 @@ pub fn in_place(
             // Every chunk is present: no fill value but the data's own `_FillValue`
             // (xarray takes any as one, and would mask real zeros).
             "fill_value": fill.as_ref().map(|(v, _)| v.clone()),
-            "order": "F",
+            "order": if c_order { "C" } else { "F" },
             "dimension_separator": ".",
         }),
         None => Value::Null,
@@ -188,10 +243,11 @@ pub fn in_place(
     };
     Ok(InPlace {
         chunk_bytes: frame_bytes * k,
-        data_offset: header.data_offset(),
+        data_offset: offset,
         data_bytes: header.nbytes(),
         dims,
         chunk,
+        axis,
         count,
         zarr_json,
         zarray,
@@ -200,11 +256,11 @@ pub fn in_place(
 }
 
 impl InPlace {
-    /// The grid index of chunk `i` (along the last axis; 0 on the others).
+    /// The grid index of chunk `i` (along [`axis`](Self::axis); 0 on the others).
     fn index(&self, i: u64) -> Vec<u64> {
         let mut at = vec![0u64; self.dims.len()];
-        if let Some(last) = at.last_mut() {
-            *last = i;
+        if let Some(a) = at.get_mut(self.axis) {
+            *a = i;
         }
         at
     }
@@ -227,8 +283,8 @@ impl InPlace {
         self.data_offset + start..self.data_offset + end
     }
 
-    /// The chunk at `key` (v3, under the array: `c/0/…/0/i`, `c` for 0-d), if it is
-    /// one of the grid.
+    /// The chunk at `key` (v3, under the array: `c/0/…/0/i`, `c/i/0/…/0` in C order,
+    /// `c` for 0-d), if it is one of the grid.
     pub fn chunk_of_key_v3(&self, key: &str) -> Option<u64> {
         let mut parts = key.split('/');
         if parts.next() != Some("c") {
@@ -238,9 +294,8 @@ impl InPlace {
         if index.len() != self.dims.len() {
             return None;
         }
-        let i = index.last().copied().unwrap_or(0);
-        let others_zero = index.iter().rev().skip(1).all(|&x| x == 0);
-        (others_zero && i < self.count).then_some(i)
+        let i = index.get(self.axis).copied().unwrap_or(0);
+        (index == self.index(i) && i < self.count).then_some(i)
     }
 
     /// kerchunk v1 references to the array at `url` (a group holding it as `name`, or
