@@ -751,7 +751,20 @@ fn engine_outputs(input: &Path, outs: &Path) {
     };
     let want = source.desc().clone();
     let small = want.nbytes() <= ENGINE_BYTES;
-    let expected = small.then(|| read_all(source.as_ref()));
+    let expected = match small.then(|| read_all(source.as_ref())) {
+        // Refused as it is read (a Bool that is neither 0 nor 1): so is every conversion.
+        Some(Err(_)) => None,
+        Some(Ok(data)) => Some(data),
+        None => None,
+    };
+    let refused = small && expected.is_none();
+    // Padding between a structured type's fields is written as zeros.
+    let expected = expected.map(|mut data| {
+        if let Some(p) = crate::padding::Padding::of_trailer(&want.trailer, want.dtype) {
+            p.zero(&mut data, 0);
+        }
+        data
+    });
     drop(source);
     let mut sinks = vec![
         ("o.ra", ConvertOptions::new()),
@@ -767,32 +780,39 @@ fn engine_outputs(input: &Path, outs: &Path) {
             assert!(!out.exists(), "a failed conversion left {out:?}");
             continue;
         }
+        assert!(!refused, "{name}: converted an input that does not read");
         let back = crate::convert::open(&out, &opts)
             .unwrap_or_else(|e| panic!("{name} written from {input:?} does not open: {e}"));
         let got = back.desc();
-        assert_eq!(got.dims, want.dims, "{name}: dims");
+        // A PNG of one channel is read as [height, width], as Pillow shows it.
+        let dims = match (name, want.dims.as_slice()) {
+            ("o.png", [h, w, 1]) => vec![*h, *w],
+            _ => want.dims.clone(),
+        };
+        assert_eq!(got.dims, dims, "{name}: dims");
         let exact = match name {
             "o.png" => matches!(want.dtype, DType::U8 | DType::U16),
+            // zarr-python's structured type is packed: padding is dropped (ZARR.md).
+            "o.zarr" => crate::padding::Padding::of_trailer(&want.trailer, want.dtype).is_none(),
             _ => true,
         };
         if exact {
             assert_eq!(got.dtype, want.dtype, "{name}: type");
         }
-        if matches!(name, "o.ra" | "oz.ra" | "o.zarr") {
+        if exact && matches!(name, "o.ra" | "oz.ra" | "o.zarr") {
             assert_eq!(got.trailer, want.trailer, "{name}: trailer");
         }
         if let (true, Some(expected)) = (exact, &expected) {
-            assert_eq!(&read_all(back.as_ref()), expected, "{name}: data");
+            let got = read_all(back.as_ref()).expect("what convert wrote reads back");
+            assert_eq!(&got, expected, "{name}: data");
         }
     }
 }
 
 /// Every element of `source`, column-major.
-fn read_all(source: &dyn crate::convert::Source) -> Vec<u8> {
+fn read_all(source: &dyn crate::convert::Source) -> crate::Result<Vec<u8>> {
     let desc = source.desc();
     let mut out = vec![0u8; desc.nbytes() as usize];
-    source
-        .read_box(&crate::convert::Block::all(&desc.dims), &mut out)
-        .expect("a source reads its whole array");
-    out
+    source.read_box(&crate::convert::Block::all(&desc.dims), &mut out)?;
+    Ok(out)
 }

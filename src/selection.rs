@@ -197,7 +197,6 @@ pub(crate) fn check(header: &Header, sel: &[Stride]) -> Result<u64> {
         ))
         .into());
     }
-    let mut n = header.dtype().elbyte;
     for (axis, (x, &d)) in sel.iter().zip(dims).enumerate() {
         let last = x
             .count
@@ -210,9 +209,8 @@ pub(crate) fn check(header: &Header, sel: &[Stride]) -> Result<u64> {
             ))
             .into());
         }
-        n *= x.count;
     }
-    Ok(n)
+    Ok(bytes_of(sel, header.dtype().elbyte))
 }
 
 #[cfg(test)]

@@ -134,6 +134,11 @@ impl Source for NpySource {
         }
         // The selection of the reversed (column-major) array holds it in C order.
         let reversed: Vec<crate::Stride> = sel.iter().rev().copied().collect();
+        if crate::selection::bytes_of(sel, self.desc.dtype.elbyte) == 0 {
+            // Nothing to reorder (and an empty selection's other extents may be too
+            // large for any buffer's shape): checked, and done.
+            return self.reader.read_selection_into(&reversed, out);
+        }
         let mut c = vec![0u8; out.len()];
         self.reader.read_selection_into(&reversed, &mut c)?;
         let counts: Vec<u64> = sel.iter().map(|s| s.count).collect();

@@ -303,6 +303,9 @@ pub struct ZarrType {
     pub packing: Option<Packing>,
 }
 
+/// The largest element a Zarr array of ours holds.
+const MAX_ELEMENT_BYTES: u64 = 1 << 20;
+
 /// `n` zero bytes in base64, as zarr-python writes raw fill values.
 fn zeros_base64(n: u64) -> String {
     let mut s = "AAAA".repeat((n / 3) as usize);
@@ -339,6 +342,14 @@ pub fn zarr_type(dtype: DType, descr: Option<&Descr>) -> Result<ZarrType> {
         .into());
     }
     let n = dtype.elbyte;
+    if n > MAX_ELEMENT_BYTES {
+        // Its fill value (one element) goes into zarr.json, as base64.
+        return Err(ErrorKind::Unsupported(format!(
+            "{dtype}: a Zarr element of {n} bytes (at most {MAX_ELEMENT_BYTES}: each array's \
+             zarr.json holds one as its fill value)"
+        ))
+        .into());
+    }
     let raw = || ZarrType {
         data_type: json!({"name": "raw_bytes", "configuration": {"length_bytes": n}}),
         fill_value: json!(zeros_base64(n)),
