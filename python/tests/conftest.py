@@ -19,7 +19,11 @@ def conformance():
     if not (d / "MANIFEST.md").is_file():
         if os.environ.get("CI"):
             pytest.fail(f"no conformance files at {d}")
-        pytest.skip(f"no conformance files at {d} (set RASTORE_CONFORMANCE)")
+        pytest.skip(
+            f"no conformance files at {d}: the files the RawArray reference implementations "
+            "(C, Python, Julia) wrote, with a MANIFEST.md, kept outside this repository; "
+            "set RASTORE_CONFORMANCE to their folder"
+        )
     return d
 
 
