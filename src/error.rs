@@ -208,11 +208,23 @@ pub enum ErrorKind {
     },
 }
 
-/// What `NotRawArray` says of the file it found.
+/// What `NotRawArray` says of the file it found, and, when it is no format rastore
+/// reads, the formats it does.
 fn found_format(found: Option<&str>, magic: u64) -> String {
-    match found {
-        Some(what) => format!("it starts like {what} (magic {magic:#018x})"),
-        None => format!("magic is {magic:#018x}, expected 0x7961727261776172 (\"rawarray\")"),
+    use crate::sniff::{support, Support, READS};
+    match found.map(|what| (what, support(what))) {
+        Some((what, Support::Read)) => format!("it starts like {what} (magic {magic:#018x})"),
+        Some((what, Support::NotYet)) => format!(
+            "it starts like {what} (magic {magic:#018x}), a format rastore does not read yet; \
+             it reads {READS}"
+        ),
+        Some((what, Support::NoArray)) => {
+            format!("it starts like {what} (magic {magic:#018x}); rastore reads {READS}")
+        }
+        None => format!(
+            "magic is {magic:#018x}, expected 0x7961727261776172 (\"rawarray\"), and it is no \
+             other format rastore reads ({READS})"
+        ),
     }
 }
 

@@ -107,13 +107,13 @@ pub fn message(e: &rastore::Error) -> String {
             found: Some(rastore::formats::sniff::NPY_NAME),
             ..
         } => "; this command works on .ra files: `ra convert` the .npy to .ra first",
-        ErrorKind::NotRawArray {
-            found: Some(rastore::formats::sniff::TEXT_NAME),
-            ..
-        } => "",
-        ErrorKind::NotRawArray { found: Some(_), .. } => {
+        ErrorKind::NotRawArray { found: Some(f), .. }
+            if rastore::formats::sniff::support(f) == rastore::formats::sniff::Support::Read =>
+        {
             "; the read commands take .ra and .npy files, and `ra convert` turns .png, .npz and Zarr arrays into .ra"
         }
+        // No format rastore reads: the message lists those it does.
+        ErrorKind::NotRawArray { .. } => "; `ra convert` converts between them",
         _ => "",
     };
     format!("{e}{hint}")

@@ -1,0 +1,69 @@
+//! One regression test per papercut of the third newcomer's trial (issue 37), through
+//! the real `ra` and the Rust library.
+
+use crate::common::tmp;
+use crate::tool::{fails, s};
+
+/// 1: a file of no format rastore reads keeps its magic number in the message, and says
+/// what rastore does read and that `ra convert` converts between them; a format it
+/// does not read yet (HDF5, TIFF) is named as such, with the same list.
+#[test]
+fn a_file_of_no_known_format_is_told_what_rastore_reads() {
+    let d = tmp();
+    let p = |n: &str| d.path().join(n);
+    let reads = ".ra, .npy, .npz, PNG, Zarr and dataset folders";
+    let mut junk = vec![0x0d, 0x6d, 0xd7, 0xae, 0x65, 0xdc, 0xcb, 0x12];
+    junk.extend([7u8; 92]);
+    std::fs::write(p("junk.bin"), &junk).unwrap();
+    let mut h5 = b"\x89HDF\r\n\x1a\n".to_vec();
+    h5.extend([0u8; 92]);
+    std::fs::write(p("x.h5"), &h5).unwrap();
+    let mut tif = b"II*\0".to_vec();
+    tif.extend([0u8; 60]);
+    std::fs::write(p("x.tif"), &tif).unwrap();
+    let out = p("out.ra");
+    for args in [
+        vec!["info", s(&p("junk.bin"))],
+        vec!["stats", s(&p("junk.bin"))],
+        vec!["convert", s(&p("junk.bin")), s(&out)],
+    ] {
+        let err = fails(&args, 1);
+        assert!(
+            err.contains("junk.bin: not a RawArray file: magic is 0x12cbdc65aed76d0d")
+                && err.contains(&format!("no other format rastore reads ({reads})"))
+                && err.contains("`ra convert` converts between them"),
+            "{args:?}: {err}"
+        );
+    }
+    for (name, what, magic) in [
+        ("x.h5", "an HDF5 file", "0x0a1a0a0d46444889"),
+        ("x.tif", "a TIFF image", "0x00000000002a4949"),
+    ] {
+        for args in [
+            vec!["describe", s(&p(name))],
+            vec!["convert", s(&p(name)), s(&out)],
+        ] {
+            let err = fails(&args, 1);
+            assert!(
+                err.contains(&format!(
+                    "{name}: not a RawArray file: it starts like {what} (magic {magic}), a format \
+                     rastore does not read yet; it reads {reads}; `ra convert` converts between them"
+                )),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    assert!(!out.exists());
+    // The library says the same, without the tool's words.
+    let e = rastore::info::info(p("junk.bin")).unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            rastore::ErrorKind::NotRawArray {
+                magic: 0x12cb_dc65_aed7_6d0d,
+                found: None
+            }
+        ) && e.to_string().ends_with(&format!("({reads})")),
+        "{e}"
+    );
+}
