@@ -1,8 +1,10 @@
 //! One regression test per papercut of the third newcomer's trial (issue 37), through
 //! the real `ra` and the Rust library.
 
+use rastore::ndarray::{self, Array3, Axis};
+
 use crate::common::tmp;
-use crate::tool::{fails, s};
+use crate::tool::{fails, ok, s};
 
 /// 1: a file of no format rastore reads keeps its magic number in the message, and says
 /// what rastore does read and that `ra convert` converts between them; a format it
@@ -66,4 +68,49 @@ fn a_file_of_no_known_format_is_told_what_rastore_reads() {
         ) && e.to_string().ends_with(&format!("({reads})")),
         "{e}"
     );
+}
+
+/// 2: `ra --help` says what `slice` and `stack` really write: any output the engine
+/// writes, by its name; a stack and a slice written as .npy and .zarr hold the arrays.
+#[test]
+fn slice_and_stack_write_any_output_as_their_help_says() {
+    let help = ok(&["--help"]);
+    let line = |cmd: &str| {
+        help.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{cmd} ")))
+            .unwrap_or_else(|| panic!("no {cmd} in {help}"))
+            .to_string()
+    };
+    for cmd in ["slice", "stack"] {
+        assert!(
+            line(cmd).ends_with("any output: .ra, .npy, .png or .zarr, by its name"),
+            "{}",
+            line(cmd)
+        );
+        assert!(ok(&[cmd, "--help"]).contains(".ra, .npy, .png or .zarr"));
+    }
+    let d = tmp();
+    let p = |n: &str| d.path().join(n);
+    let a = Array3::<f32>::from_shape_fn((3, 4, 5), |(i, j, k)| (i + 10 * j + 100 * k) as f32);
+    let b = a.mapv(|v| -v);
+    rastore::write(p("a.ra"), &a).unwrap();
+    rastore::write(p("b.ra"), &b).unwrap();
+    let back = |out: &str| {
+        let ra = p(&format!("{out}.ra"));
+        let options = rastore::convert::ConvertOptions::new();
+        rastore::convert::convert(&p(out), &ra, &options, &mut |_, _| ()).unwrap();
+        rastore::read::<f32>(ra).unwrap()
+    };
+    let stacked = ndarray::stack(Axis(3), &[a.view(), b.view()])
+        .unwrap()
+        .into_dyn();
+    let plane = a.index_axis(Axis(2), 1).to_owned().into_dyn();
+    for out in ["s.npy", "s.zarr"] {
+        ok(&["stack", s(&p(out)), s(&p("a.ra")), s(&p("b.ra"))]);
+        assert_eq!(back(out), stacked, "{out}");
+    }
+    for out in ["p.npy", "p.zarr"] {
+        ok(&["slice", s(&p("a.ra")), s(&p(out)), "--slice", "...,1"]);
+        assert_eq!(back(out), plane, "{out}");
+    }
 }
