@@ -114,3 +114,84 @@ fn slice_and_stack_write_any_output_as_their_help_says() {
         assert_eq!(back(out), plane, "{out}");
     }
 }
+
+/// 3: a folder given to a command that takes one file says what the folder is (a
+/// dataset, naming one of its files to give instead; a Zarr store; a folder of no
+/// arrays) and what the command takes, never the OS's "Is a directory".
+#[test]
+fn a_folder_where_one_file_is_wanted_is_named_with_what_to_give() {
+    let d = tmp();
+    let p = |n: &str| d.path().join(n);
+    let a = Array3::<f32>::from_shape_fn((3, 4, 5), |(i, j, k)| (i + j + k) as f32);
+    std::fs::create_dir(p("run")).unwrap();
+    std::fs::create_dir(p("empty")).unwrap();
+    rastore::write(p("run").join("x.ra"), &a).unwrap();
+    rastore::write(p("run").join("y.ra"), &a).unwrap();
+    rastore::write(p("a.ra"), &a).unwrap();
+    ok(&["convert", s(&p("a.ra")), s(&p("a.zarr")), "--array"]);
+    let (run, empty, zarr, file) = (p("run"), p("empty"), p("a.zarr"), p("a.ra"));
+    let member = run.join("x.ra");
+    for (args, takes) in [
+        (
+            vec!["stats", s(&run)],
+            "`ra stats` takes one array, a .ra or .npy file",
+        ),
+        (
+            vec!["cat", s(&run)],
+            "`ra cat` takes one array, a .ra or .npy file",
+        ),
+        (
+            vec!["diff", s(&file), s(&run)],
+            "`ra diff` takes one array, a .ra or .npy file",
+        ),
+        (vec!["meta", s(&run)], "`ra meta` takes one .ra file"),
+        (
+            vec!["reshape", s(&run), "60,2"],
+            "`ra reshape` takes one .ra file",
+        ),
+        (
+            vec!["slice", s(&run), s(&p("o.ra")), "--slice", "0"],
+            "`ra slice` takes one array per input (a file or a Zarr array)",
+        ),
+        (
+            vec!["stack", s(&p("o.ra")), s(&file), s(&run)],
+            "`ra stack` takes one array per input (a file or a Zarr array)",
+        ),
+    ] {
+        let err = fails(&args, 1);
+        assert!(
+            err.contains(&format!(
+                "{}: a dataset folder of 2 arrays; {takes}: name one of its files, as {}",
+                run.display(),
+                member.display()
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("os error"), "{args:?}: {err}");
+    }
+    for cmd in ["stats", "cat", "meta"] {
+        let err = fails(&[cmd, s(&zarr)], 1);
+        assert!(
+            err.contains(&format!(
+                "{}: a Zarr store (a folder); `ra {cmd}` takes",
+                zarr.display()
+            )) && err.contains("`ra convert` it to .ra first"),
+            "{cmd}: {err}"
+        );
+        let err = fails(&[cmd, s(&empty)], 1);
+        assert!(
+            err.contains(&format!(
+                "{}: a folder with no .ra files; `ra {cmd}` takes",
+                empty.display()
+            )),
+            "{cmd}: {err}"
+        );
+    }
+    // A Zarr array is one array to slice.
+    ok(&["slice", s(&zarr), s(&p("plane.ra")), "--slice", "...,1"]);
+    assert_eq!(
+        rastore::read::<f32>(p("plane.ra")).unwrap(),
+        a.index_axis(Axis(2), 1).to_owned().into_dyn()
+    );
+    assert!(!p("o.ra").exists());
+}

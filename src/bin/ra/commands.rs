@@ -10,6 +10,7 @@ use rastore::{DType, WriteOptions};
 
 use crate::bar::progress_bar;
 use crate::dims::Dims;
+use crate::folder::no_folder;
 use crate::input::{is_npy, Input};
 use crate::{elements, remote, slice, stats, term, Fail, Outcome};
 
@@ -354,7 +355,7 @@ pub fn describe(a: &FileArg) -> Outcome {
 }
 
 pub fn cat(a: &CatArgs) -> Outcome {
-    let (input, sels) = opened(&a.file, a.slice.as_deref())?;
+    let (input, sels) = opened(&a.file, a.slice.as_deref(), "cat")?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     if a.json {
         let n = slice::walk(&sels, &input.dims, 0, |_, _| ());
@@ -372,19 +373,26 @@ pub fn cat(a: &CatArgs) -> Outcome {
     Ok(())
 }
 
+/// What `cat`, `stats` and `diff` take for each input.
+const ONE_ARRAY: &str = "one array, a .ra or .npy file";
+
+/// What the commands that rewrite a `.ra` file take.
+const ONE_RA: &str = "one .ra file";
+
 /// A file or object as an input, with a selection parsed against its dims (of an
 /// object, only the range of the last axis the selection touches is fetched).
-fn opened(p: &Path, spec: Option<&str>) -> Result<(Input, Vec<slice::Sel>), Fail> {
+fn opened(p: &Path, spec: Option<&str>, cmd: &str) -> Result<(Input, Vec<slice::Sel>), Fail> {
     if remote::is_remote(p) {
         return remote::input(p, spec);
     }
+    no_folder(p, cmd, ONE_ARRAY)?;
     let input = Input::open(p)?;
     let sels = slice::parse(spec.unwrap_or(""), &input.dims).map_err(Fail::Usage)?;
     Ok((input, sels))
 }
 
 pub fn stats(a: &StatsArgs) -> Outcome {
-    let (input, sels) = opened(&a.file, a.slice.as_deref())?;
+    let (input, sels) = opened(&a.file, a.slice.as_deref(), "stats")?;
     let result = match &a.slice {
         Some(_) => stats::selected(&input, &sels),
         None => {
@@ -516,6 +524,7 @@ pub fn verify(a: &FilesArg) -> Outcome {
 }
 
 pub fn meta(a: &MetaArgs) -> Outcome {
+    no_folder(&a.file, "meta", ONE_RA)?;
     let options = WriteOptions::new().split_links(a.split_links);
     if let Some(src) = &a.set {
         let bytes = read_input(src)?;
@@ -583,7 +592,7 @@ pub fn diff(a: &DiffArgs) -> Outcome {
             "--rtol and --atol must be finite and at least 0".into(),
         ));
     }
-    let ((ia, _), (ib, _)) = (opened(&a.a, None)?, opened(&a.b, None)?);
+    let ((ia, _), (ib, _)) = (opened(&a.a, None, "diff")?, opened(&a.b, None, "diff")?);
     let mut out = io::stdout().lock();
     let mut differs = false;
     if ia.dtype != ib.dtype {
@@ -627,6 +636,7 @@ pub fn diff(a: &DiffArgs) -> Outcome {
 }
 
 pub fn reshape(a: &ReshapeArgs) -> Outcome {
+    no_folder(&a.file, "reshape", ONE_RA)?;
     let (old, _) = rastore::read_header_at(&a.file)?;
     let dims = a
         .dims

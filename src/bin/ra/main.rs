@@ -10,6 +10,7 @@ mod demo;
 mod dims;
 mod elements;
 mod extract;
+mod folder;
 mod input;
 #[cfg(feature = "zarr")]
 mod refs;
