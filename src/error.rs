@@ -193,6 +193,13 @@ pub enum ErrorKind {
     /// A caller-supplied argument is invalid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// An output's name has no extension of a format rastore writes, by which it would
+    /// know the format to write.
+    #[error(
+        "unknown extension for an output (it is written as .ra, .npy, .png or .zarr, by its \
+         extension; a file, not standard output)"
+    )]
+    UnknownOutput,
     /// The output exists, and replacing it was not asked for (`--overwrite` in `ra`,
     /// `overwrite=True` in Python, `.overwrite(true)` in Rust).
     #[error("file exists")]

@@ -195,3 +195,58 @@ fn a_folder_where_one_file_is_wanted_is_named_with_what_to_give() {
     );
     assert!(!p("o.ra").exists());
 }
+
+/// 4: an output that exists (without --overwrite) and an output named with no format's
+/// extension are usage errors, exit 2 as TOOL.md says, for every writer; bad data is
+/// still exit 1.
+#[test]
+fn an_existing_or_unnamed_output_is_a_usage_error() {
+    let d = tmp();
+    let p = |n: &str| d.path().join(n);
+    let a = Array3::<f32>::from_shape_fn((3, 4, 5), |(i, j, k)| (i + j + k) as f32);
+    rastore::write(p("a.ra"), &a).unwrap();
+    std::fs::write(p("taken.npy"), b"keep").unwrap();
+    let (src, taken, txt) = (p("a.ra"), p("taken.npy"), p("out.txt"));
+    for args in [
+        vec!["convert", s(&src), s(&taken)],
+        vec!["slice", s(&src), s(&taken), "--slice", "...,0"],
+        vec!["stack", s(&taken), s(&src)],
+        vec!["create", s(&taken), "--dtype", "f32", "--shape", "2"],
+        vec!["refs", s(&src), "-o", s(&taken)],
+    ] {
+        let err = fails(&args, 2);
+        assert!(
+            err.contains(&format!(
+                "{}: file exists; pass --overwrite to replace it",
+                taken.display()
+            )),
+            "{args:?}: {err}"
+        );
+        assert_eq!(std::fs::read(&taken).unwrap(), b"keep");
+    }
+    for args in [
+        vec!["convert", s(&src), s(&txt)],
+        vec!["slice", s(&src), s(&txt), "--slice", "...,0"],
+        vec!["stack", s(&txt), s(&src)],
+        vec!["convert", s(&src), "-"],
+    ] {
+        let err = fails(&args, 2);
+        assert!(
+            err.contains(
+                ": unknown extension for an output (it is written as .ra, .npy, .png or .zarr"
+            ),
+            "{args:?}: {err}"
+        );
+        assert!(!txt.exists());
+    }
+    // Bad data is exit 1.
+    std::fs::write(p("bad.ra"), b"rawarray and then too little").unwrap();
+    fails(&["convert", s(&p("bad.ra")), s(&p("b.npy"))], 1);
+    // The library tells them by kind.
+    let options = rastore::convert::ConvertOptions::new();
+    let e = rastore::convert::convert(&src, &txt, &options, &mut |_, _| ()).unwrap_err();
+    assert!(matches!(e.kind(), rastore::ErrorKind::UnknownOutput), "{e}");
+    assert_eq!(e.path(), Some(txt.as_path()));
+    let e = rastore::convert::convert(&src, &taken, &options, &mut |_, _| ()).unwrap_err();
+    assert!(matches!(e.kind(), rastore::ErrorKind::Exists), "{e}");
+}

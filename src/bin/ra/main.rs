@@ -81,7 +81,8 @@ pub enum Fail {
     Data(String),
     /// Several files reported already, some bad: exit 1, nothing more to say.
     Reported,
-    /// Bad arguments: exit 2.
+    /// Bad arguments (an output that exists or whose name says no format among
+    /// them): exit 2.
     Usage(String),
     /// stdout was closed (e.g. `ra cat | head`): stop quietly.
     Pipe,
@@ -92,6 +93,11 @@ impl From<rastore::Error> for Fail {
         match e.kind() {
             rastore::ErrorKind::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe => {
                 Fail::Pipe
+            }
+            // What the arguments can change: an output that exists (--overwrite), an
+            // output named with no format's extension.
+            rastore::ErrorKind::Exists | rastore::ErrorKind::UnknownOutput => {
+                Fail::Usage(message(&e))
             }
             _ => Fail::Data(message(&e)),
         }
