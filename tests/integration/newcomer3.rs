@@ -1,10 +1,10 @@
 //! One regression test per papercut of the third newcomer's trial (issue 37), through
 //! the real `ra` and the Rust library.
 
-use rastore::ndarray::{self, Array3, Axis};
+use rastore::ndarray::{self, Array2, Array3, Axis};
 
 use crate::common::tmp;
-use crate::tool::{fails, ok, s};
+use crate::tool::{fails, ok, run, s};
 
 /// 1: a file of no format rastore reads keeps its magic number in the message, and says
 /// what rastore does read and that `ra convert` converts between them; a format it
@@ -249,4 +249,42 @@ fn an_existing_or_unnamed_output_is_a_usage_error() {
     assert_eq!(e.path(), Some(txt.as_path()));
     let e = rastore::convert::convert(&src, &taken, &options, &mut |_, _| ()).unwrap_err();
     assert!(matches!(e.kind(), rastore::ErrorKind::Exists), "{e}");
+}
+
+/// 5: two byte-identical files holding a NaN differ, as NumPy's allclose says (exit 1),
+/// and the count says the differing elements are NaN in both and names --equal-nan.
+#[test]
+fn a_nan_in_both_files_is_said_to_differ_with_equal_nan_named() {
+    let d = tmp();
+    let p = |n: &str| d.path().join(n);
+    let mut a = Array2::<f32>::from_shape_fn((120, 120), |(i, j)| (i * 120 + j) as f32);
+    a[[3, 5]] = f32::NAN;
+    rastore::write(p("a.ra"), &a).unwrap();
+    std::fs::copy(p("a.ra"), p("copy.ra")).unwrap();
+    let o = run(&["diff", s(&p("a.ra")), s(&p("copy.ra"))]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "1 of 14400 elements differ: it is NaN in both, and NaN differs from NaN as in \
+             NumPy's allclose (--equal-nan counts NaN equal to NaN)\n"
+        ),
+        "{text}"
+    );
+    assert!(ok(&["diff", s(&p("a.ra")), s(&p("copy.ra")), "--equal-nan"]).starts_with("same:"));
+    // Among other differences, how many of them are NaN in both.
+    let mut b = a.clone();
+    b[[7, 7]] = 5.0;
+    b[[9, 9]] = f32::NAN;
+    rastore::write(p("b.ra"), &b).unwrap();
+    let o = run(&["diff", s(&p("a.ra")), s(&p("b.ra"))]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "3 of 14400 elements differ (1 of them NaN in both: NaN differs from NaN unless \
+             --equal-nan), largest |a - b| = 842 at [7, 7]: 847 vs 5\n"
+        ) && text.contains("NaN: 1 in both (first at [3, 5]), 1 in b only (first at [9, 9])"),
+        "{text}"
+    );
 }
