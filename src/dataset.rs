@@ -32,6 +32,24 @@ pub fn variables(folder: &Path) -> Result<Vec<Variable>> {
     Ok(out)
 }
 
+/// The variables of the dataset at `folder`, as [`variables`], refusing a folder that
+/// has none ([`ErrorKind::NoDataset`]): what `ra info`, `ra verify` and `ra describe`
+/// take a folder to be.
+pub fn require_variables(folder: &Path) -> Result<Vec<Variable>> {
+    let found = variables(folder)?;
+    refuse_empty(folder, &found)?;
+    Ok(found)
+}
+
+/// Refuses `found`, the variables of the dataset at `at` (a folder, or a prefix in
+/// object storage), when there are none: `at` is no dataset.
+pub fn refuse_empty<T>(at: &Path, found: &[T]) -> Result<()> {
+    match found.is_empty() {
+        true => Err(Error::from(ErrorKind::NoDataset).at(at)),
+        false => Ok(()),
+    }
+}
+
 fn walk(folder: &Path, group: &str, out: &mut Vec<Variable>) -> Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(folder)
         .map_err(io_at("read the folder", folder))?
@@ -59,10 +77,11 @@ fn walk(folder: &Path, group: &str, out: &mut Vec<Variable>) -> Result<()> {
 
 /// The dataset at `folder` as one NDL document: its `attributes` (from
 /// `dataset.yaml`) and, under `ndarrays`, each variable's entry as `ra describe` gives
-/// it for the file alone, with the `file` it is in.
+/// it for the file alone, with the `file` it is in. A folder with no variables is
+/// refused ([`require_variables`]).
 pub fn describe(folder: &Path) -> Result<String> {
     let mut entries = Vec::new();
-    for v in variables(folder)? {
+    for v in require_variables(folder)? {
         let (header, trailer) = crate::read::read_header_and_metadata(&v.path)?;
         entries.push((
             v.name,

@@ -193,6 +193,10 @@ pub enum ErrorKind {
     /// A caller-supplied argument is invalid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A folder (or object prefix) taken for a dataset holds no `.ra` file, so it is
+    /// no dataset (FORMAT.md §10).
+    #[error("a folder with no .ra files, not a dataset")]
+    NoDataset,
     /// An output's name has no extension of a format rastore writes, by which it would
     /// know the format to write.
     #[error(

@@ -1,9 +1,12 @@
 //! One regression test per papercut of the third newcomer's trial (issue 37), through
 //! the real `ra` and the Rust library.
 
+use std::process::Command;
+
 use rastore::ndarray::{self, Array2, Array3, Axis};
 
 use crate::common::tmp;
+use crate::s3_server::Server;
 use crate::tool::{fails, ok, run, s};
 
 /// 1: a file of no format rastore reads keeps its magic number in the message, and says
@@ -181,7 +184,7 @@ fn a_folder_where_one_file_is_wanted_is_named_with_what_to_give() {
         let err = fails(&[cmd, s(&empty)], 1);
         assert!(
             err.contains(&format!(
-                "{}: a folder with no .ra files; `ra {cmd}` takes",
+                "{}: a folder with no .ra files, not a dataset; `ra {cmd}` takes",
                 empty.display()
             )),
             "{cmd}: {err}"
@@ -287,4 +290,63 @@ fn a_nan_in_both_files_is_said_to_differ_with_equal_nan_named() {
         ) && text.contains("NaN: 1 in both (first at [3, 5]), 1 in b only (first at [9, 9])"),
         "{text}"
     );
+}
+
+/// 6: `ra describe` of a folder with no .ra files is refused (exit 1), with the message
+/// `ra info` and `ra verify` give (one check, the library's), not `ndarrays: {}`; so is
+/// an `s3://` prefix with no `.ra` objects.
+#[test]
+fn describe_refuses_a_folder_that_is_no_dataset() {
+    let d = tmp();
+    let p = |n: &str| d.path().join(n);
+    std::fs::create_dir(p("empty")).unwrap();
+    std::fs::create_dir(p("notes")).unwrap();
+    std::fs::write(p("notes").join("readme.txt"), "not arrays\n").unwrap();
+    std::fs::write(
+        p("notes").join("dataset.yaml"),
+        "---\nattributes:\n  title: no arrays\n",
+    )
+    .unwrap();
+    for folder in [p("empty"), p("notes")] {
+        let want = format!(
+            "{}: a folder with no .ra files, not a dataset",
+            folder.display()
+        );
+        for cmd in ["describe", "info", "verify"] {
+            let o = run(&[cmd, s(&folder)]);
+            assert_eq!(o.status.code(), Some(1), "{cmd}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains(&want), "{cmd}: {err}");
+            assert!(!String::from_utf8_lossy(&o.stdout).contains("ndarrays"));
+        }
+        let e = rastore::dataset::describe(&folder).unwrap_err();
+        assert!(matches!(e.kind(), rastore::ErrorKind::NoDataset), "{e}");
+    }
+    // A dataset is still described.
+    let a = Array2::<u8>::from_shape_fn((2, 3), |(i, j)| (i + j) as u8);
+    rastore::write(p("notes").join("x.ra"), &a).unwrap();
+    let doc = ok(&["describe", s(&p("notes"))]);
+    assert!(
+        doc.contains("title: no arrays") && doc.contains("  x:"),
+        "{doc}"
+    );
+    // An object prefix with no .ra objects.
+    let Some(server) = Server::start() else {
+        return;
+    };
+    std::fs::create_dir_all(server.object("bare")).unwrap();
+    std::fs::write(server.object("bare/readme.txt"), "x").unwrap();
+    for cmd in ["describe", "info"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ra"))
+            .envs(Server::env(&server.endpoint()))
+            .args([cmd, "s3://bkt/bare/"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{cmd}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("s3://bkt/bare/: a folder with no .ra files, not a dataset"),
+            "{cmd}: {err}"
+        );
+    }
 }

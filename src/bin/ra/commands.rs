@@ -259,15 +259,10 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
         }
         let found = match prefix {
             true => remote::variables(p),
-            false => {
-                rastore::dataset::variables(p).map(|v| v.into_iter().map(|v| v.path).collect())
-            }
+            false => rastore::dataset::require_variables(p)
+                .map(|v| v.into_iter().map(|v| v.path).collect()),
         };
         match found {
-            Ok(vars) if vars.is_empty() => {
-                bad = true;
-                eprintln!("{}: a folder with no .ra files", term::path(p));
-            }
             Ok(vars) => all.extend(vars),
             Err(e) => {
                 bad = true;

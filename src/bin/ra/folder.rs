@@ -15,16 +15,14 @@ pub fn no_folder(path: &Path, cmd: &str, takes: &str) -> Result<(), Fail> {
     let what = if rastore::convert::is_zarr(path) {
         format!("{name}: a Zarr store (a folder); `ra {cmd}` takes {takes}: `ra convert` it to .ra first")
     } else {
-        let vars = rastore::dataset::variables(path)?;
-        match vars.first() {
-            Some(v) => format!(
-                "{name}: a dataset folder of {} array{}; `ra {cmd}` takes {takes}: name one of its files, as {}",
-                vars.len(),
-                if vars.len() == 1 { "" } else { "s" },
-                term::path(&v.path)
-            ),
-            None => format!("{name}: a folder with no .ra files; `ra {cmd}` takes {takes}"),
-        }
+        let vars = rastore::dataset::require_variables(path)
+            .map_err(|e| Fail::Data(format!("{}; `ra {cmd}` takes {takes}", crate::message(&e))))?;
+        format!(
+            "{name}: a dataset folder of {} array{}; `ra {cmd}` takes {takes}: name one of its files, as {}",
+            vars.len(),
+            if vars.len() == 1 { "" } else { "s" },
+            term::path(&vars[0].path)
+        )
     };
     Err(Fail::Data(what))
 }
