@@ -124,16 +124,15 @@ pub fn place(tmp: &Path, folder: &Path, durable: bool) -> Result<()> {
     crate::replace::place_folder(tmp, folder, true, durable)
 }
 
-/// Each `dataset.yaml` of the dataset at `folder` and of its sub-groups, with how many
-/// attributes it holds; the first that is no NDL document of attributes is an error
-/// naming it.
-pub fn attribute_files(folder: &Path) -> Result<Vec<(PathBuf, usize)>> {
+/// Each `dataset.yaml` of the dataset at `folder` and of its sub-groups, with the
+/// attributes it holds (a mapping), sorted by path; the first that is no NDL document
+/// of attributes is an error naming it.
+pub fn attribute_files(folder: &Path) -> Result<Vec<(PathBuf, Yaml)>> {
     let mut out = Vec::new();
     let mut folders = vec![folder.to_path_buf()];
     while let Some(dir) = folders.pop() {
         if let Some(a) = attributes(&dir)? {
-            let n = a.as_hash().map_or(0, |h| h.len());
-            out.push((dir.join(ATTRIBUTES), n));
+            out.push((dir.join(ATTRIBUTES), a));
         }
         let entries = std::fs::read_dir(&dir).map_err(io_at("read the folder", &dir))?;
         for e in entries.flatten() {
@@ -143,7 +142,7 @@ pub fn attribute_files(folder: &Path) -> Result<Vec<(PathBuf, usize)>> {
             }
         }
     }
-    out.sort();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
 

@@ -350,3 +350,64 @@ fn describe_refuses_a_folder_that_is_no_dataset() {
         );
     }
 }
+
+/// 7: `ra info` of a dataset folder shows each `dataset.yaml` (its attributes count
+/// and title), as `ra verify` lists it, in text and in JSON; a bad one is reported
+/// and the variables still listed.
+#[test]
+fn info_of_a_dataset_shows_its_dataset_yaml() {
+    let d = tmp();
+    let run_dir = d.path().join("run");
+    let sub = run_dir.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let a = Array2::<u8>::from_shape_fn((2, 3), |(i, j)| (i + j) as u8);
+    rastore::write(run_dir.join("x.ra"), &a).unwrap();
+    rastore::write(sub.join("y.ra"), &a).unwrap();
+    std::fs::write(
+        run_dir.join("dataset.yaml"),
+        "---\nattributes:\n  title: scan \"4\"\n  site: north\n",
+    )
+    .unwrap();
+    std::fs::write(sub.join("dataset.yaml"), "---\nattributes:\n  k: 1\n").unwrap();
+    let (top, low) = (run_dir.join("dataset.yaml"), sub.join("dataset.yaml"));
+    let info = ok(&["info", s(&run_dir)]);
+    let lines: Vec<&str> = info.lines().collect();
+    assert_eq!(lines.len(), 4, "{info}");
+    assert_eq!(
+        lines[0],
+        format!("{}: 2 attributes (title: scan \"4\")", top.display())
+    );
+    assert_eq!(lines[1], format!("{}: 1 attribute", low.display()));
+    assert!(
+        lines[2].contains("y.ra") && lines[3].contains("x.ra"),
+        "{info}"
+    );
+    let verified = ok(&["verify", s(&run_dir)]);
+    assert!(
+        verified.contains(&format!("{}: ok (2 attributes)", top.display()))
+            && verified.contains(&format!("{}: ok (1 attribute)", low.display())),
+        "{verified}"
+    );
+    let json = ok(&["info", "--json", s(&run_dir)]);
+    let first = json.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!(
+            "{{\"path\": {}, \"attributes\": 2, \"title\": \"scan \\\"4\\\"\"}}",
+            rastore::json::string(&top.to_string_lossy())
+        )
+    );
+    // A dataset.yaml that is no NDL document: reported, exit 1, the variables listed.
+    std::fs::write(&low, "not yaml: [").unwrap();
+    let o = run(&["info", s(&run_dir)]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: invalid argument: not an NDL document",
+            low.display()
+        )),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("x.ra"));
+}

@@ -315,7 +315,11 @@ fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
 
 pub fn info(a: &InfoArgs) -> Outcome {
     let mut out = io::stdout().lock();
-    per_file(&a.files, |p| {
+    // A dataset's attributes, as `verify` lists them.
+    let bad = attribute_files(&a.files, |f, attributes| {
+        writeln!(out, "{}", attributes_line(f, attributes, a.json))
+    })?;
+    let files = per_file(&a.files, |p| {
         if is_npy(p) {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
             return Ok(());
@@ -328,7 +332,11 @@ pub fn info(a: &InfoArgs) -> Outcome {
         let line = if a.json { i.to_json() } else { info_line(&i) };
         writeln!(out, "{line}")?;
         Ok(())
-    })
+    });
+    match files {
+        Ok(()) if bad => Err(Fail::Reported),
+        r => r,
+    }
 }
 
 pub fn describe(a: &FileArg) -> Outcome {
@@ -457,15 +465,20 @@ pub fn stats(a: &StatsArgs) -> Outcome {
     Ok(())
 }
 
-pub fn verify(a: &FilesArg) -> Outcome {
-    let mut out = io::stdout().lock();
-    // A dataset's attributes: each dataset.yaml an NDL document of them.
+/// Runs `each` on every `dataset.yaml` of the folders (datasets) among `files` and of
+/// their sub-groups, with its attributes (a mapping), as `info` and `verify` show them
+/// beside the variables; one that is no NDL document of attributes is reported on
+/// stderr. Returns whether one was.
+fn attribute_files(
+    files: &[PathBuf],
+    mut each: impl FnMut(&Path, &yaml_rust2::Yaml) -> io::Result<()>,
+) -> Result<bool, Fail> {
     let mut bad = false;
-    for folder in a.files.iter().filter(|p| p.is_dir()) {
+    for folder in files.iter().filter(|p| p.is_dir()) {
         match rastore::dataset::attribute_files(folder) {
-            Ok(files) => {
-                for (f, n) in files {
-                    writeln!(out, "{}: ok ({n} attributes)", term::path(&f))?;
+            Ok(found) => {
+                for (f, attributes) in found {
+                    each(&f, &attributes)?;
                 }
             }
             Err(e) => {
@@ -474,6 +487,49 @@ pub fn verify(a: &FilesArg) -> Outcome {
             }
         }
     }
+    Ok(bad)
+}
+
+/// `1 attribute`, `3 attributes`: how many a `dataset.yaml` holds.
+fn attribute_count(attributes: &yaml_rust2::Yaml) -> String {
+    match attributes.as_hash().map_or(0, |h| h.len()) {
+        1 => "1 attribute".into(),
+        n => format!("{n} attributes"),
+    }
+}
+
+/// `ra info` of a `dataset.yaml`: how many attributes, and the title if it has one.
+fn attributes_line(path: &Path, attributes: &yaml_rust2::Yaml, json: bool) -> String {
+    let n = attributes.as_hash().map_or(0, |h| h.len());
+    let title = attributes["title"].as_str();
+    if json {
+        let title = title.map_or_else(String::new, |t| {
+            format!(", \"title\": {}", rastore::json::string(t))
+        });
+        return format!(
+            "{{\"path\": {}, \"attributes\": {n}{title}}}",
+            rastore::json::string(&path.to_string_lossy())
+        );
+    }
+    let title = title.map_or_else(String::new, |t| format!(" (title: {})", term::line(t)));
+    format!(
+        "{}: {}{title}",
+        term::path(path),
+        attribute_count(attributes)
+    )
+}
+
+pub fn verify(a: &FilesArg) -> Outcome {
+    let mut out = io::stdout().lock();
+    // A dataset's attributes: each dataset.yaml an NDL document of them.
+    let bad = attribute_files(&a.files, |f, attributes| {
+        writeln!(
+            out,
+            "{}: ok ({})",
+            term::path(f),
+            attribute_count(attributes)
+        )
+    })?;
     let files = per_file(&a.files, |p| {
         let (dtype, dims, bytes) = if remote::is_remote(p) {
             let raw = remote::decoded(p)?;
