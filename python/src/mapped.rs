@@ -49,7 +49,7 @@ struct Region {
 }
 
 /// Whether `path` starts like a `.npy` file.
-fn is_npy(path: &std::path::Path) -> bool {
+pub(crate) fn is_npy(path: &std::path::Path) -> bool {
     let mut magic = [0u8; 6];
     std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))

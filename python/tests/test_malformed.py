@@ -94,3 +94,21 @@ def test_a_file_of_no_known_format_is_told_what_rastore_reads(tmp_path):
             "a format rastore does not read yet; it reads .ra, .npy, .npz, PNG, Zarr and dataset "
             "folders; rastore.convert converts between them"
         ), e.value
+
+
+def test_a_truncated_npy_is_refused_by_info_naming_the_byte_counts(tmp_path):
+    """Issue 37: header fine, data cut short: refused as a truncated .ra is."""
+    p = tmp_path / "a.npy"
+    np.save(p, np.arange(1000, dtype="<f8"))
+    whole = p.stat().st_size
+    assert rastore.info(p)["dims"] == [1000]
+    cut = tmp_path / "trunc.npy"
+    cut.write_bytes(p.read_bytes()[:200])
+    with pytest.raises(rastore.Error) as e:
+        rastore.info(cut)
+    assert str(e.value) == f"{cut}: truncated data: header and data need {whole} bytes, file is 200 bytes"
+    ra = tmp_path / "a.ra"
+    rastore.write(ra, np.arange(1000, dtype="<f8"))
+    (tmp_path / "trunc.ra").write_bytes(ra.read_bytes()[:200])
+    with pytest.raises(rastore.Error, match="truncated data: header and data need"):
+        rastore.info(tmp_path / "trunc.ra")

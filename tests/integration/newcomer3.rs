@@ -411,3 +411,48 @@ fn info_of_a_dataset_shows_its_dataset_yaml() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("x.ra"));
 }
+
+/// 8: a `.npy` whose header is fine but whose data is cut short is refused by `ra info`
+/// (text and JSON) and `ra describe`, naming the byte counts, as a truncated `.ra` is;
+/// the library's `info::npy_header` (what Python's `rastore.info` reads) refuses it.
+#[test]
+fn a_truncated_npy_is_refused_by_info_and_describe() {
+    let d = tmp();
+    let p = |n: &str| d.path().join(n);
+    let a = Array2::<f32>::from_shape_fn((120, 120), |(i, j)| (i * 120 + j) as f32);
+    rastore::write(p("a.ra"), &a).unwrap();
+    let options = rastore::convert::ConvertOptions::new();
+    rastore::convert::convert(&p("a.ra"), &p("a.npy"), &options, &mut |_, _| ()).unwrap();
+    let whole = std::fs::read(p("a.npy")).unwrap();
+    std::fs::write(p("trunc.npy"), &whole[..200]).unwrap();
+    let ra_bytes = std::fs::read(p("a.ra")).unwrap();
+    std::fs::write(p("trunc.ra"), &ra_bytes[..200]).unwrap();
+    for (name, len) in [("trunc.npy", whole.len()), ("trunc.ra", ra_bytes.len())] {
+        let want = format!(
+            "{}: truncated data: header and data need {len} bytes, file is 200 bytes",
+            p(name).display()
+        );
+        for args in [
+            vec!["info", s(&p(name))],
+            vec!["info", "--json", s(&p(name))],
+            vec!["describe", s(&p(name))],
+        ] {
+            let err = fails(&args, 1);
+            assert!(err.contains(&want), "{args:?}: {err}");
+        }
+    }
+    let e = rastore::info::npy_header(p("trunc.npy")).unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            rastore::ErrorKind::TruncatedData { expected, actual: 200 }
+                if *expected == whole.len() as u64
+        ),
+        "{e}"
+    );
+    assert!(rastore::info::info(p("trunc.npy")).is_err());
+    // The whole file is fine.
+    let nh = rastore::info::npy_header(p("a.npy")).unwrap();
+    assert_eq!(nh.shape, vec![120, 120]);
+    assert!(ok(&["info", s(&p("a.npy"))]).contains("float32 [120, 120]"));
+}
