@@ -32,6 +32,24 @@ pub fn variables(folder: &Path) -> Result<Vec<Variable>> {
     Ok(out)
 }
 
+/// The variables of the dataset at `folder`, as [`variables`], refusing a folder that
+/// has none ([`ErrorKind::NoDataset`]): what `ra info`, `ra verify` and `ra describe`
+/// take a folder to be.
+pub fn require_variables(folder: &Path) -> Result<Vec<Variable>> {
+    let found = variables(folder)?;
+    refuse_empty(folder, &found)?;
+    Ok(found)
+}
+
+/// Refuses `found`, the variables of the dataset at `at` (a folder, or a prefix in
+/// object storage), when there are none: `at` is no dataset.
+pub fn refuse_empty<T>(at: &Path, found: &[T]) -> Result<()> {
+    match found.is_empty() {
+        true => Err(Error::from(ErrorKind::NoDataset).at(at)),
+        false => Ok(()),
+    }
+}
+
 fn walk(folder: &Path, group: &str, out: &mut Vec<Variable>) -> Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(folder)
         .map_err(io_at("read the folder", folder))?
@@ -73,10 +91,11 @@ pub fn check(folder: &Path) -> Result<()> {
 
 /// The dataset at `folder` as one NDL document: its `attributes` (from
 /// `dataset.yaml`) and, under `ndarrays`, each variable's entry as `ra describe` gives
-/// it for the file alone, with the `file` it is in.
+/// it for the file alone, with the `file` it is in. A folder with no variables is
+/// refused ([`require_variables`]).
 pub fn describe(folder: &Path) -> Result<String> {
     let mut entries = Vec::new();
-    for v in variables(folder)? {
+    for v in require_variables(folder)? {
         let (header, trailer) = crate::read::read_header_and_metadata(&v.path)?;
         entries.push((
             v.name,
@@ -119,16 +138,15 @@ pub fn place(tmp: &Path, folder: &Path, durable: bool) -> Result<()> {
     crate::replace::place_folder(tmp, folder, true, durable)
 }
 
-/// Each `dataset.yaml` of the dataset at `folder` and of its sub-groups, with how many
-/// attributes it holds; the first that is no NDL document of attributes is an error
-/// naming it.
-pub fn attribute_files(folder: &Path) -> Result<Vec<(PathBuf, usize)>> {
+/// Each `dataset.yaml` of the dataset at `folder` and of its sub-groups, with the
+/// attributes it holds (a mapping), sorted by path; the first that is no NDL document
+/// of attributes is an error naming it.
+pub fn attribute_files(folder: &Path) -> Result<Vec<(PathBuf, Yaml)>> {
     let mut out = Vec::new();
     let mut folders = vec![folder.to_path_buf()];
     while let Some(dir) = folders.pop() {
         if let Some(a) = attributes(&dir)? {
-            let n = a.as_hash().map_or(0, |h| h.len());
-            out.push((dir.join(ATTRIBUTES), n));
+            out.push((dir.join(ATTRIBUTES), a));
         }
         let entries = std::fs::read_dir(&dir).map_err(io_at("read the folder", &dir))?;
         for e in entries.flatten() {
@@ -138,7 +156,7 @@ pub fn attribute_files(folder: &Path) -> Result<Vec<(PathBuf, usize)>> {
             }
         }
     }
-    out.sort();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
 

@@ -193,6 +193,17 @@ pub enum ErrorKind {
     /// A caller-supplied argument is invalid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A folder (or object prefix) taken for a dataset holds no `.ra` file, so it is
+    /// no dataset (FORMAT.md §10).
+    #[error("a folder with no .ra files, not a dataset")]
+    NoDataset,
+    /// An output's name has no extension of a format rastore writes, by which it would
+    /// know the format to write.
+    #[error(
+        "unknown extension for an output (it is written as .ra, .npy, .png or .zarr, by its \
+         extension; a file, not standard output)"
+    )]
+    UnknownOutput,
     /// The output exists, and replacing it was not asked for (`--overwrite` in `ra`,
     /// `overwrite=True` in Python, `.overwrite(true)` in Rust).
     #[error("file exists")]
@@ -208,11 +219,23 @@ pub enum ErrorKind {
     },
 }
 
-/// What `NotRawArray` says of the file it found.
+/// What `NotRawArray` says of the file it found, and, when it is no format rastore
+/// reads, the formats it does.
 fn found_format(found: Option<&str>, magic: u64) -> String {
-    match found {
-        Some(what) => format!("it starts like {what} (magic {magic:#018x})"),
-        None => format!("magic is {magic:#018x}, expected 0x7961727261776172 (\"rawarray\")"),
+    use crate::sniff::{support, Support, READS};
+    match found.map(|what| (what, support(what))) {
+        Some((what, Support::Read)) => format!("it starts like {what} (magic {magic:#018x})"),
+        Some((what, Support::NotYet)) => format!(
+            "it starts like {what} (magic {magic:#018x}), a format rastore does not read yet; \
+             it reads {READS}"
+        ),
+        Some((what, Support::NoArray)) => {
+            format!("it starts like {what} (magic {magic:#018x}); rastore reads {READS}")
+        }
+        None => format!(
+            "magic is {magic:#018x}, expected 0x7961727261776172 (\"rawarray\"), and it is no \
+             other format rastore reads ({READS})"
+        ),
     }
 }
 

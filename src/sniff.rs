@@ -8,29 +8,47 @@ pub const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// What [`what`] calls a `.npy` file.
 pub const NPY_NAME: &str = "a NumPy .npy file";
 
-/// `(leading bytes, what a file starting with them is)`.
-const MAGICS: &[(&[u8], &str)] = &[
-    (b"rawarray", "a RawArray file"),
-    (b"yarrawar", "a big-endian RawArray file"),
-    (NPY_MAGIC, NPY_NAME),
-    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
-    (b"PK\x03\x04", "a ZIP archive (NumPy's .npz is one)"),
-    (b"PK\x05\x06", "an empty ZIP archive"),
-    (b"\x89HDF\r\n\x1a\n", "an HDF5 file"),
-    (b"CDF\x01", "a netCDF classic file"),
-    (b"CDF\x02", "a netCDF 64-bit offset file"),
-    (b"II*\0", "a TIFF image"),
-    (b"MM\0*", "a TIFF image"),
-    (b"\xff\xd8\xff", "a JPEG image"),
-    (b"GIF8", "a GIF image"),
-    (b"\x1f\x8b", "a gzip stream"),
-    (b"\x28\xb5\x2f\xfd", "a Zstandard stream"),
-    (b"BZh", "a bzip2 stream"),
-    (b"\xfd7zXZ\0", "an xz stream"),
-    (b"\x93MAT", "a MATLAB file"),
-    (b"MATLAB", "a MATLAB file"),
-    (b"\x7fELF", "an executable (ELF)"),
-    (b"{", "JSON text"),
+/// Whether rastore reads a kind of file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// It does (`.ra`, `.npy`, PNG, `.npz`).
+    Read,
+    /// A format of arrays or images it does not read yet (HDF5, TIFF, MATLAB, ...).
+    NotYet,
+    /// Not a format of arrays (text, a compressed stream, an executable).
+    NoArray,
+}
+
+/// What rastore reads, for messages that refuse something else.
+pub const READS: &str = ".ra, .npy, .npz, PNG, Zarr and dataset folders";
+
+/// `(leading bytes, what a file starting with them is, whether rastore reads it)`.
+const MAGICS: &[(&[u8], &str, Support)] = &[
+    (b"rawarray", "a RawArray file", Support::Read),
+    (b"yarrawar", "a big-endian RawArray file", Support::Read),
+    (NPY_MAGIC, NPY_NAME, Support::Read),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image", Support::Read),
+    (
+        b"PK\x03\x04",
+        "a ZIP archive (NumPy's .npz is one)",
+        Support::Read,
+    ),
+    (b"PK\x05\x06", "an empty ZIP archive", Support::Read),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file", Support::NotYet),
+    (b"CDF\x01", "a netCDF classic file", Support::NotYet),
+    (b"CDF\x02", "a netCDF 64-bit offset file", Support::NotYet),
+    (b"II*\0", "a TIFF image", Support::NotYet),
+    (b"MM\0*", "a TIFF image", Support::NotYet),
+    (b"\xff\xd8\xff", "a JPEG image", Support::NotYet),
+    (b"GIF8", "a GIF image", Support::NotYet),
+    (b"\x1f\x8b", "a gzip stream", Support::NoArray),
+    (b"\x28\xb5\x2f\xfd", "a Zstandard stream", Support::NoArray),
+    (b"BZh", "a bzip2 stream", Support::NoArray),
+    (b"\xfd7zXZ\0", "an xz stream", Support::NoArray),
+    (b"\x93MAT", "a MATLAB file", Support::NotYet),
+    (b"MATLAB", "a MATLAB file", Support::NotYet),
+    (b"\x7fELF", "an executable (ELF)", Support::NoArray),
+    (b"{", "JSON text", Support::NoArray),
 ];
 
 /// What [`what`] calls a file of printable text.
@@ -41,9 +59,17 @@ pub const TEXT_NAME: &str = "a text file";
 pub fn what(bytes: &[u8]) -> Option<&'static str> {
     MAGICS
         .iter()
-        .find(|(m, _)| bytes.starts_with(m))
-        .map(|(_, name)| *name)
+        .find(|(m, _, _)| bytes.starts_with(m))
+        .map(|(_, name, _)| *name)
         .or_else(|| is_text(bytes).then_some(TEXT_NAME))
+}
+
+/// Whether rastore reads the kind of file [`what`] named `what` (text does not).
+pub fn support(what: &str) -> Support {
+    MAGICS
+        .iter()
+        .find(|(_, name, _)| *name == what)
+        .map_or(Support::NoArray, |(_, _, s)| *s)
 }
 
 /// Whether the first 512 bytes are printable UTF-8 (tabs and line ends allowed; a
@@ -82,5 +108,8 @@ mod tests {
         assert_eq!(what("unié\tok".as_bytes()), Some(TEXT_NAME));
         assert_eq!(what(b"text\x00binary"), None);
         assert!(is_npy(b"\x93NUMPY\x02\x00") && !is_npy(b"\x93NUMP"));
+        assert_eq!(support(NPY_NAME), Support::Read);
+        assert_eq!(support("an HDF5 file"), Support::NotYet);
+        assert_eq!(support(TEXT_NAME), Support::NoArray);
     }
 }

@@ -64,6 +64,13 @@ pub fn to_py(e: rastore::Error) -> PyErr {
         ErrorKind::HardLinks { .. } => Error::new_err(format!(
             "{e}; pass split_links=True to replace this name only"
         )),
+        // No format rastore reads: the message lists those it does.
+        ErrorKind::NotRawArray { found, .. }
+            if found.map(rastore::formats::sniff::support)
+                != Some(rastore::formats::sniff::Support::Read) =>
+        {
+            Error::new_err(format!("{e}; rastore.convert converts between them"))
+        }
         _ => Error::new_err(e.to_string()),
     }
 }

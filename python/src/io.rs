@@ -278,12 +278,16 @@ fn check_output(path: PathBuf) -> PyResult<()> {
         .map_err(to_py)
 }
 
-/// `ra info --json` of a `.ra` or `.npy` file.
+/// `ra info --json` of a `.ra` or `.npy` file, told apart by its first bytes (a bad
+/// `.npy`, a truncated one say, is refused as a `.npy`).
 #[pyfunction]
 fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    py.detach(|| match rastore::info::npy_header(&path) {
-        Ok(nh) => rastore::info::npy_json(&path, &nh),
-        Err(_) => rastore::info::info(&path).map(|i| i.to_json()),
+    py.detach(|| {
+        if crate::mapped::is_npy(&path) {
+            rastore::info::npy_header(&path).and_then(|nh| rastore::info::npy_json(&path, &nh))
+        } else {
+            rastore::info::info(&path).map(|i| i.to_json())
+        }
     })
     .map_err(to_py)
 }

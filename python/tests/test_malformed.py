@@ -71,3 +71,44 @@ def test_the_fuzz_corpora_never_crash_the_interpreter():
     assert r.returncode == 0, r.stderr[-2000:]
     ok, bad = map(int, r.stdout.split())
     assert ok + bad == 3 * min(len(files), 3000) and bad > 0 and ok > 0
+
+
+def test_a_file_of_no_known_format_is_told_what_rastore_reads(tmp_path):
+    """Issue 37: the magic kept, the formats rastore reads listed, and how to convert."""
+    p = tmp_path / "junk.bin"
+    p.write_bytes(words(0x12CBDC65AED76D0D, 7, 7, 7, 7, 7, 7))
+    h5 = tmp_path / "x.h5"
+    h5.write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(92))
+    for f in (rastore.read, rastore.open, rastore.info):
+        with pytest.raises(rastore.Error) as e:
+            f(p)
+        assert str(e.value).endswith(
+            "junk.bin: not a RawArray file: magic is 0x12cbdc65aed76d0d, expected "
+            '0x7961727261776172 ("rawarray"), and it is no other format rastore reads '
+            "(.ra, .npy, .npz, PNG, Zarr and dataset folders); rastore.convert converts between them"
+        ), e.value
+        with pytest.raises(rastore.Error) as e:
+            f(h5)
+        assert str(e.value).endswith(
+            "x.h5: not a RawArray file: it starts like an HDF5 file (magic 0x0a1a0a0d46444889), "
+            "a format rastore does not read yet; it reads .ra, .npy, .npz, PNG, Zarr and dataset "
+            "folders; rastore.convert converts between them"
+        ), e.value
+
+
+def test_a_truncated_npy_is_refused_by_info_naming_the_byte_counts(tmp_path):
+    """Issue 37: header fine, data cut short: refused as a truncated .ra is."""
+    p = tmp_path / "a.npy"
+    np.save(p, np.arange(1000, dtype="<f8"))
+    whole = p.stat().st_size
+    assert rastore.info(p)["dims"] == [1000]
+    cut = tmp_path / "trunc.npy"
+    cut.write_bytes(p.read_bytes()[:200])
+    with pytest.raises(rastore.Error) as e:
+        rastore.info(cut)
+    assert str(e.value) == f"{cut}: truncated data: header and data need {whole} bytes, file is 200 bytes"
+    ra = tmp_path / "a.ra"
+    rastore.write(ra, np.arange(1000, dtype="<f8"))
+    (tmp_path / "trunc.ra").write_bytes(ra.read_bytes()[:200])
+    with pytest.raises(rastore.Error, match="truncated data: header and data need"):
+        rastore.info(tmp_path / "trunc.ra")

@@ -44,15 +44,7 @@ impl NpySource {
             let mut r = crate::formats::npz::slice_reader(&file, start);
             npy::read_header(&mut r).at(path)?
         };
-        let (_, nbytes) = nh.data_len().at(path)?;
-        let end = nh.data_offset.saturating_add(nbytes);
-        if end > len {
-            return Err(crate::Error::from(ErrorKind::TruncatedData {
-                expected: end,
-                actual: len,
-            })
-            .at(path));
-        }
+        nh.data_within(len).at(path)?;
         let dtype = nh.descr.dtype().at(path)?;
         let header = Header::new(dtype, &nh.shape).at(path)?;
         let trailer = if dtype.kind() == Kind::User {

@@ -75,12 +75,7 @@ impl Format {
     /// The format of an output `path` by its name (an `.npz` is never one).
     pub fn of_output(path: &Path) -> Result<Format> {
         match Self::by_extension(path) {
-            Some(Format::Npz) | None => Err(ErrorKind::InvalidArgument(format!(
-                "{}: unknown extension for an output (it is written as .ra, .npy, .png or \
-                 .zarr, by its extension; a file, not standard output)",
-                path.display()
-            ))
-            .into()),
+            Some(Format::Npz) | None => Err(Error::from(ErrorKind::UnknownOutput).at(path)),
             Some(f) => Ok(f),
         }
     }

@@ -11,11 +11,19 @@ use crate::formats::npy::NpyHeader;
 
 pub use file::{info, FileInfo};
 
-/// Reads the header of the `.npy` file `path` (not its data).
+/// Reads the header of the `.npy` file `path` (not its data), refusing a file too short
+/// for the data it declares ([`ErrorKind::TruncatedData`](crate::ErrorKind), as
+/// [`info`] refuses a `.ra`).
 pub fn npy_header(path: impl AsRef<Path>) -> Result<NpyHeader> {
     let path = path.as_ref();
     let f = std::fs::File::open(path).map_err(crate::error::io_at("open", path))?;
-    crate::formats::npy::read_header(&mut std::io::BufReader::new(f)).at(path)
+    let len = f
+        .metadata()
+        .map_err(crate::error::io_at("stat", path))?
+        .len();
+    let nh = crate::formats::npy::read_header(&mut std::io::BufReader::new(f)).at(path)?;
+    nh.data_within(len).at(path)?;
+    Ok(nh)
 }
 
 /// What `ra info --json` says of a `.npy` file: keys `path, format ("npy"), version,

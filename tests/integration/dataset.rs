@@ -46,19 +46,26 @@ fn the_tool_reads_a_folder_as_its_variables() {
     .unwrap();
     let info = ok(&["info", s(&run)]);
     let lines: Vec<&str> = info.lines().collect();
-    assert_eq!(lines.len(), 3, "{info}");
+    assert_eq!(lines.len(), 4, "{info}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "{}: 1 attribute (title: a run)",
+            run.join("dataset.yaml").display()
+        )
+    );
     assert!(
-        lines[0].contains("c0.ra") && lines[0].contains("[3]"),
+        lines[1].contains("c0.ra") && lines[1].contains("[3]"),
         "{info}"
     );
     assert!(
-        lines[1].contains("lat.ra") && lines[2].contains("temp.ra"),
+        lines[2].contains("lat.ra") && lines[3].contains("temp.ra"),
         "{info}"
     );
     let verified = ok(&["verify", s(&run)]);
     assert_eq!(verified.lines().count(), 4, "{verified}");
     assert!(
-        verified.contains("dataset.yaml: ok (1 attributes)"),
+        verified.contains("dataset.yaml: ok (1 attribute)"),
         "{verified}"
     );
     let doc = ok(&["describe", s(&run)]);

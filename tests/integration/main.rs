@@ -12,6 +12,7 @@ mod hardening;
 mod malformed;
 mod newcomer;
 mod newcomer2;
+mod newcomer3;
 mod npy;
 mod platform;
 mod refs;

@@ -388,7 +388,7 @@ fn messages_name_what_is_wrong() {
     let d = tmp();
     let p = |n: &str| d.path().join(n);
     npy(&p("small.npy"), "'<f8'", false, &[2], &f64s(&[1.0, 2.0]));
-    let e = fails(&["convert", s(&p("small.npy")), "-"], 1);
+    let e = fails(&["convert", s(&p("small.npy")), "-"], 2);
     assert!(
         e.contains("for an output") && !e.contains("as input"),
         "{e}"

@@ -68,7 +68,7 @@ fn an_object_output_is_the_format_its_key_names() {
         .args(["convert", s(&p("a.ra")), "s3://bkt/a.txt"])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("s3://bkt/a.txt: unknown extension for an output"),

@@ -40,7 +40,7 @@ fn references_read_by_fsspec_are_the_file_and_reach_no_byte_past_it() {
         before,
         "the file is never written"
     );
-    let err = fails(&["refs", s(&p), "-o", s(&out)], 1);
+    let err = fails(&["refs", s(&p), "-o", s(&out)], 2);
     assert!(err.contains("--overwrite"), "{err}");
     let err = fails(&["refs", s(&p), "--chunks", "2,4,3"], 1);
     assert!(err.contains("whole frames"), "{err}");

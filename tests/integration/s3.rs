@@ -516,7 +516,7 @@ fn ra_reads_objects_by_range_and_converts_both_ways() {
         .arg(p("back.npy"))
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("file exists; pass --overwrite"));
     let o = ra_env(&endpoint)
         .args(["info", &url("nope.ra")])

@@ -191,7 +191,7 @@ fn convert_refuses_an_existing_output_and_says_when_it_stored_raw() {
     rastore::write(&a, &rastore::ndarray::Array1::from(noise)).unwrap();
     let b = d.path().join("b.ra");
     std::fs::write(&b, b"keep").unwrap();
-    let e = fails(&["convert", s(&a), s(&b)], 1);
+    let e = fails(&["convert", s(&a), s(&b)], 2);
     assert!(e.contains("--overwrite"), "{e}");
     assert_eq!(std::fs::read(&b).unwrap(), b"keep");
     let o = run(&["convert", "--compress", "--overwrite", s(&a), s(&b)]);
@@ -369,7 +369,7 @@ fn slice_writes_the_sub_array_numpy_would_give() {
         s(&png),
     ]);
     assert_eq!(shape.trim(), "(6, 8)", "Pillow's (width, height)");
-    let e = fails(&["slice", s(&f), s(&png), "--slice", "0"], 1);
+    let e = fails(&["slice", s(&f), s(&png), "--slice", "0"], 2);
     assert!(e.contains("--overwrite"), "{e}");
 }
 
@@ -594,7 +594,7 @@ fn npz_members_become_one_ra_each() {
             s(&npz),
             s(&out),
         ]);
-        let e = fails(&["convert", s(&npz), s(&out)], 1);
+        let e = fails(&["convert", s(&npz), s(&out)], 2);
         assert!(e.contains("--overwrite"), "{e}");
         // A cut archive is refused, and leaves no temporary member behind.
         let bytes = std::fs::read(&npz).unwrap();

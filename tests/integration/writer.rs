@@ -315,7 +315,7 @@ fn ra_create_makes_a_preallocated_zeroed_file() {
         .args(["--dtype", "f32", "--shape", "2"])
         .output()
         .unwrap();
-    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("file exists"));
     let forced = Command::new(ra)
         .args(["create", "--overwrite"])

@@ -339,7 +339,7 @@ fn malformed_stores_are_clear_errors_naming_store_and_chunk() {
     rastore::write(&src, &rastore::ndarray::Array1::<f32>::zeros(8)).unwrap();
     let z = d.path().join("x.zarr");
     ok(&["convert", s(&src), s(&z), "--codec", "zstd"]);
-    assert!(fails(&["convert", s(&src), s(&z)], 1).contains("file exists; pass --overwrite"));
+    assert!(fails(&["convert", s(&src), s(&z)], 2).contains("file exists; pass --overwrite"));
     // In the group, the array is named after the input.
     std::fs::write(z.join("x").join("c").join("0"), b"\x28\xb5\x2f\xfd garbage").unwrap();
     let e = fails(&["convert", s(&z), s(&d.path().join("y.ra"))], 1);

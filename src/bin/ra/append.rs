@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use rastore::{AppendOptions, Appender, DType};
 
 use crate::dims::Dims;
-use crate::extract::load;
+use crate::extract::{engine_input, load};
+use crate::folder::no_folder;
 use crate::{term, Fail, Outcome};
 
 #[derive(clap::Args)]
@@ -50,6 +51,11 @@ fn maybe_commit(out: &mut Appender, every: u64) -> rastore::Result<()> {
 
 pub fn append(a: &AppendArgs) -> Outcome {
     let options = AppendOptions::new().durable(!a.no_sync);
+    no_folder(
+        &a.file,
+        "append",
+        "one .ra file to grow (created when missing)",
+    )?;
     let stdin = a.inputs.iter().any(|p| p.as_os_str() == "-");
     if stdin && a.inputs.len() > 1 {
         return Err(Fail::Usage("`-` (stdin) must be the only input".into()));
@@ -71,6 +77,7 @@ pub fn append(a: &AppendArgs) -> Outcome {
     } else {
         let mut out: Option<(Appender, u64)> = None;
         for input in &a.inputs {
+            engine_input(input, "append")?;
             let (dtype, dims, bytes) = load(input)?;
             let o = match &mut out {
                 Some((o, _)) => o,
@@ -151,6 +158,11 @@ fn from_stdin(out: &mut Appender, every: u64) -> Outcome {
 pub fn recover(a: &RecoverArgs) -> Outcome {
     let mut bad = false;
     for p in &a.files {
+        if let Err(Fail::Data(m)) = no_folder(p, "recover", ".ra files") {
+            bad = true;
+            eprintln!("ra: {}", term::line(&m));
+            continue;
+        }
         match rastore::recover(p) {
             Ok(r) => println!("{}", recovery_line(p, &r)),
             Err(e) => {

@@ -10,6 +10,7 @@ use rastore::{DType, WriteOptions};
 
 use crate::bar::progress_bar;
 use crate::dims::Dims;
+use crate::folder::no_folder;
 use crate::input::{is_npy, Input};
 use crate::{elements, remote, slice, stats, term, Fail, Outcome};
 
@@ -258,15 +259,10 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
         }
         let found = match prefix {
             true => remote::variables(p),
-            false => {
-                rastore::dataset::variables(p).map(|v| v.into_iter().map(|v| v.path).collect())
-            }
+            false => rastore::dataset::require_variables(p)
+                .map(|v| v.into_iter().map(|v| v.path).collect()),
         };
         match found {
-            Ok(vars) if vars.is_empty() => {
-                bad = true;
-                eprintln!("{}: a folder with no .ra files", term::path(p));
-            }
             Ok(vars) => all.extend(vars),
             Err(e) => {
                 bad = true;
@@ -319,7 +315,11 @@ fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
 
 pub fn info(a: &InfoArgs) -> Outcome {
     let mut out = io::stdout().lock();
-    per_file(&a.files, |p| {
+    // A dataset's attributes, as `verify` lists them.
+    let bad = attribute_files(&a.files, |f, attributes| {
+        writeln!(out, "{}", attributes_line(f, attributes, a.json))
+    })?;
+    let files = per_file(&a.files, |p| {
         if is_npy(p) {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
             return Ok(());
@@ -332,7 +332,11 @@ pub fn info(a: &InfoArgs) -> Outcome {
         let line = if a.json { i.to_json() } else { info_line(&i) };
         writeln!(out, "{line}")?;
         Ok(())
-    })
+    });
+    match files {
+        Ok(()) if bad => Err(Fail::Reported),
+        r => r,
+    }
 }
 
 pub fn describe(a: &FileArg) -> Outcome {
@@ -354,7 +358,7 @@ pub fn describe(a: &FileArg) -> Outcome {
 }
 
 pub fn cat(a: &CatArgs) -> Outcome {
-    let (input, sels) = opened(&a.file, a.slice.as_deref())?;
+    let (input, sels) = opened(&a.file, a.slice.as_deref(), "cat")?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     if a.json {
         let n = slice::walk(&sels, &input.dims, 0, |_, _| ());
@@ -372,19 +376,26 @@ pub fn cat(a: &CatArgs) -> Outcome {
     Ok(())
 }
 
+/// What `cat`, `stats` and `diff` take for each input.
+const ONE_ARRAY: &str = "one array, a .ra or .npy file";
+
+/// What the commands that rewrite a `.ra` file take.
+const ONE_RA: &str = "one .ra file";
+
 /// A file or object as an input, with a selection parsed against its dims (of an
 /// object, only the range of the last axis the selection touches is fetched).
-fn opened(p: &Path, spec: Option<&str>) -> Result<(Input, Vec<slice::Sel>), Fail> {
+fn opened(p: &Path, spec: Option<&str>, cmd: &str) -> Result<(Input, Vec<slice::Sel>), Fail> {
     if remote::is_remote(p) {
         return remote::input(p, spec);
     }
+    no_folder(p, cmd, ONE_ARRAY)?;
     let input = Input::open(p)?;
     let sels = slice::parse(spec.unwrap_or(""), &input.dims).map_err(Fail::Usage)?;
     Ok((input, sels))
 }
 
 pub fn stats(a: &StatsArgs) -> Outcome {
-    let (input, sels) = opened(&a.file, a.slice.as_deref())?;
+    let (input, sels) = opened(&a.file, a.slice.as_deref(), "stats")?;
     let result = match &a.slice {
         Some(_) => stats::selected(&input, &sels),
         None => {
@@ -454,15 +465,20 @@ pub fn stats(a: &StatsArgs) -> Outcome {
     Ok(())
 }
 
-pub fn verify(a: &FilesArg) -> Outcome {
-    let mut out = io::stdout().lock();
-    // A dataset's attributes: each dataset.yaml an NDL document of them.
+/// Runs `each` on every `dataset.yaml` of the folders (datasets) among `files` and of
+/// their sub-groups, with its attributes (a mapping), as `info` and `verify` show them
+/// beside the variables; one that is no NDL document of attributes is reported on
+/// stderr. Returns whether one was.
+fn attribute_files(
+    files: &[PathBuf],
+    mut each: impl FnMut(&Path, &yaml_rust2::Yaml) -> io::Result<()>,
+) -> Result<bool, Fail> {
     let mut bad = false;
-    for folder in a.files.iter().filter(|p| p.is_dir()) {
+    for folder in files.iter().filter(|p| p.is_dir()) {
         match rastore::dataset::attribute_files(folder) {
-            Ok(files) => {
-                for (f, n) in files {
-                    writeln!(out, "{}: ok ({n} attributes)", term::path(&f))?;
+            Ok(found) => {
+                for (f, attributes) in found {
+                    each(&f, &attributes)?;
                 }
             }
             Err(e) => {
@@ -471,6 +487,49 @@ pub fn verify(a: &FilesArg) -> Outcome {
             }
         }
     }
+    Ok(bad)
+}
+
+/// `1 attribute`, `3 attributes`: how many a `dataset.yaml` holds.
+fn attribute_count(attributes: &yaml_rust2::Yaml) -> String {
+    match attributes.as_hash().map_or(0, |h| h.len()) {
+        1 => "1 attribute".into(),
+        n => format!("{n} attributes"),
+    }
+}
+
+/// `ra info` of a `dataset.yaml`: how many attributes, and the title if it has one.
+fn attributes_line(path: &Path, attributes: &yaml_rust2::Yaml, json: bool) -> String {
+    let n = attributes.as_hash().map_or(0, |h| h.len());
+    let title = attributes["title"].as_str();
+    if json {
+        let title = title.map_or_else(String::new, |t| {
+            format!(", \"title\": {}", rastore::json::string(t))
+        });
+        return format!(
+            "{{\"path\": {}, \"attributes\": {n}{title}}}",
+            rastore::json::string(&path.to_string_lossy())
+        );
+    }
+    let title = title.map_or_else(String::new, |t| format!(" (title: {})", term::line(t)));
+    format!(
+        "{}: {}{title}",
+        term::path(path),
+        attribute_count(attributes)
+    )
+}
+
+pub fn verify(a: &FilesArg) -> Outcome {
+    let mut out = io::stdout().lock();
+    // A dataset's attributes: each dataset.yaml an NDL document of them.
+    let bad = attribute_files(&a.files, |f, attributes| {
+        writeln!(
+            out,
+            "{}: ok ({})",
+            term::path(f),
+            attribute_count(attributes)
+        )
+    })?;
     let files = per_file(&a.files, |p| {
         let (dtype, dims, bytes) = if remote::is_remote(p) {
             let raw = remote::decoded(p)?;
@@ -516,6 +575,7 @@ pub fn verify(a: &FilesArg) -> Outcome {
 }
 
 pub fn meta(a: &MetaArgs) -> Outcome {
+    no_folder(&a.file, "meta", ONE_RA)?;
     let options = WriteOptions::new().split_links(a.split_links);
     if let Some(src) = &a.set {
         let bytes = read_input(src)?;
@@ -583,7 +643,7 @@ pub fn diff(a: &DiffArgs) -> Outcome {
             "--rtol and --atol must be finite and at least 0".into(),
         ));
     }
-    let ((ia, _), (ib, _)) = (opened(&a.a, None)?, opened(&a.b, None)?);
+    let ((ia, _), (ib, _)) = (opened(&a.a, None, "diff")?, opened(&a.b, None, "diff")?);
     let mut out = io::stdout().lock();
     let mut differs = false;
     if ia.dtype != ib.dtype {
@@ -627,6 +687,7 @@ pub fn diff(a: &DiffArgs) -> Outcome {
 }
 
 pub fn reshape(a: &ReshapeArgs) -> Outcome {
+    no_folder(&a.file, "reshape", ONE_RA)?;
     let (old, _) = rastore::read_header_at(&a.file)?;
     let dims = a
         .dims

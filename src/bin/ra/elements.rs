@@ -280,6 +280,20 @@ fn report(
     if tol.rtol != 0.0 || tol.atol != 0.0 {
         write!(out, " (rtol {}, atol {})", tol.rtol, tol.atol)?;
     }
+    // NaN against NaN differs, as in NumPy's allclose: said where the count is.
+    let both = d.nan_both.count;
+    if both == d.count {
+        write!(
+            out,
+            ": {} NaN in both, and NaN differs from NaN as in NumPy's allclose (--equal-nan counts NaN equal to NaN)",
+            if both == 1 { "it is" } else { "all are" }
+        )?;
+    } else if both > 0 {
+        write!(
+            out,
+            " ({both} of them NaN in both: NaN differs from NaN unless --equal-nan)"
+        )?;
+    }
     match &d.largest {
         Some((delta, j, la, lb)) => writeln!(
             out,
@@ -303,12 +317,7 @@ fn report(
         }
     }
     if !spots.is_empty() {
-        let hint = if d.nan_both.count > 0 {
-            "; --equal-nan counts NaN equal to NaN"
-        } else {
-            ""
-        };
-        writeln!(out, "NaN: {}{hint}", spots.join(", "))?;
+        writeln!(out, "NaN: {}", spots.join(", "))?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use rastore::convert::{Block, ConvertOptions, Pick, Sink, Source};
 use rastore::DType;
 
 use crate::bar::progress_bar;
+use crate::folder::no_folder;
 use crate::slice::{self, Sel};
 use crate::{term, Fail, Outcome};
 
@@ -40,6 +41,15 @@ pub struct StackArgs {
     overwrite: bool,
 }
 
+/// Refuses a folder that is no Zarr array given as an input of `ra cmd` (`slice`,
+/// `stack`, `append`), which reads any one array the engine reads per input.
+pub fn engine_input(path: &Path, cmd: &str) -> Outcome {
+    if rastore::convert::is_zarr(path) {
+        return Ok(());
+    }
+    no_folder(path, cmd, "one array per input (a file or a Zarr array)")
+}
+
 /// The selection `sels` as the engine's picks.
 fn picks(sels: &[Sel]) -> Vec<Pick> {
     sels.iter()
@@ -68,6 +78,7 @@ pub fn slice(a: &SliceArgs) -> Outcome {
     let options = ConvertOptions::new()
         .overwrite(a.overwrite)
         .nan_gray(a.nan_gray);
+    engine_input(&a.input, "slice")?;
     let source = rastore::convert::open(&a.input, &options)?;
     let sels = slice::parse(&a.slice, &source.desc().dims).map_err(Fail::Usage)?;
     let part = rastore::convert::select(source, &picks(&sels))?;
@@ -92,6 +103,9 @@ pub fn load(path: &Path) -> rastore::Result<(DType, Vec<u64>, Vec<u8>)> {
 
 pub fn stack(a: &StackArgs) -> Outcome {
     let options = ConvertOptions::new().overwrite(a.overwrite);
+    for input in &a.inputs {
+        engine_input(input, "stack")?;
+    }
     let source = rastore::convert::stack(&a.inputs, &options)?;
     let desc = source.desc().clone();
     let sink = rastore::convert::create(&a.output, desc.clone(), &options)?;

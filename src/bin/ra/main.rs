@@ -10,6 +10,7 @@ mod demo;
 mod dims;
 mod elements;
 mod extract;
+mod folder;
 mod input;
 #[cfg(feature = "zarr")]
 mod refs;
@@ -47,9 +48,9 @@ enum Command {
     Cat(commands::CatArgs),
     /// Count, min, max, mean, std, NaN and infinity counts, in one parallel pass.
     Stats(commands::StatsArgs),
-    /// Write a sub-array (one plane of a volume, say) as .ra, .npy or .png.
+    /// Write a sub-array (one plane of a volume, say) of any input as any output: .ra, .npy, .png or .zarr, by its name.
     Slice(extract::SliceArgs),
-    /// Stack arrays of one shape and type along a new last axis, into one .ra.
+    /// Stack arrays of one shape and type along a new last axis, into any output: .ra, .npy, .png or .zarr, by its name.
     Stack(extract::StackArgs),
     /// Validate files completely, decoding compressed data; one line per bad file.
     Verify(commands::FilesArg),
@@ -80,7 +81,8 @@ pub enum Fail {
     Data(String),
     /// Several files reported already, some bad: exit 1, nothing more to say.
     Reported,
-    /// Bad arguments: exit 2.
+    /// Bad arguments (an output that exists or whose name says no format among
+    /// them): exit 2.
     Usage(String),
     /// stdout was closed (e.g. `ra cat | head`): stop quietly.
     Pipe,
@@ -91,6 +93,11 @@ impl From<rastore::Error> for Fail {
         match e.kind() {
             rastore::ErrorKind::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe => {
                 Fail::Pipe
+            }
+            // What the arguments can change: an output that exists (--overwrite), an
+            // output named with no format's extension.
+            rastore::ErrorKind::Exists | rastore::ErrorKind::UnknownOutput => {
+                Fail::Usage(message(&e))
             }
             _ => Fail::Data(message(&e)),
         }
@@ -107,13 +114,13 @@ pub fn message(e: &rastore::Error) -> String {
             found: Some(rastore::formats::sniff::NPY_NAME),
             ..
         } => "; this command works on .ra files: `ra convert` the .npy to .ra first",
-        ErrorKind::NotRawArray {
-            found: Some(rastore::formats::sniff::TEXT_NAME),
-            ..
-        } => "",
-        ErrorKind::NotRawArray { found: Some(_), .. } => {
+        ErrorKind::NotRawArray { found: Some(f), .. }
+            if rastore::formats::sniff::support(f) == rastore::formats::sniff::Support::Read =>
+        {
             "; the read commands take .ra and .npy files, and `ra convert` turns .png, .npz and Zarr arrays into .ra"
         }
+        // No format rastore reads: the message lists those it does.
+        ErrorKind::NotRawArray { .. } => "; `ra convert` converts between them",
         _ => "",
     };
     format!("{e}{hint}")

@@ -38,9 +38,10 @@ pub fn describe(p: &Path) -> rastore::Result<String> {
 }
 
 /// The variables of the dataset under the prefix `p` (`s3://bucket/run/`): its `.ra`
-/// objects, every level.
+/// objects, every level; a prefix with none is no dataset.
 pub fn variables(p: &Path) -> rastore::Result<Vec<PathBuf>> {
     let found = rastore::remote::objects::variables(url(p), &RemoteOptions::default())?;
+    rastore::dataset::refuse_empty(p, &found)?;
     Ok(found.into_iter().map(|(_, u)| PathBuf::from(u)).collect())
 }
 
@@ -49,7 +50,9 @@ pub fn variables(p: &Path) -> rastore::Result<Vec<PathBuf>> {
 pub fn describe_dataset(p: &Path) -> rastore::Result<String> {
     let options = RemoteOptions::default();
     let mut entries = Vec::new();
-    for (name, u) in rastore::remote::objects::variables(url(p), &options)? {
+    let found = rastore::remote::objects::variables(url(p), &options)?;
+    rastore::dataset::refuse_empty(p, &found)?;
+    for (name, u) in found {
         let r = RemoteRa::open(&u)?;
         entries.push((name, u, r.header().clone(), r.metadata()?));
     }

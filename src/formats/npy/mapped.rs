@@ -9,7 +9,7 @@ use ndarray::ArrayViewD;
 
 use super::{read_header, NpyHeader};
 use crate::dtype::Element;
-use crate::error::{io_at, ErrorKind, Result, ResultExt};
+use crate::error::{io_at, Result, ResultExt};
 use crate::header::Header;
 use crate::mapped::map_whole;
 use crate::view::view_data;
@@ -35,15 +35,7 @@ impl MappedNpy {
         let mut file = File::open(path).map_err(io_at("open", path))?;
         let len = file.metadata().map_err(io_at("stat", path))?.len();
         let header = read_header(&mut file).at(path)?;
-        let (_, data_len) = header.data_len().at(path)?;
-        let end = header.data_offset.saturating_add(data_len);
-        if end > len {
-            return Err(crate::Error::from(ErrorKind::TruncatedData {
-                expected: end,
-                actual: len,
-            })
-            .at(path));
-        }
+        let data_len = header.data_within(len).at(path)?;
         // SAFETY: as in `MappedRa::open`: this function's contract.
         let map = unsafe { map_whole(&file, len) }.map_err(io_at("mmap", path))?;
         Ok(MappedNpy {

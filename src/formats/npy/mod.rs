@@ -126,6 +126,22 @@ impl NpyHeader {
         })
     }
 
+    /// The data bytes, checked to end within a file (or archive member) of `len`
+    /// bytes: a `.npy` cut short is [`ErrorKind::TruncatedData`](crate::ErrorKind),
+    /// with the bytes header and data need and the bytes there are, as a `.ra` is.
+    pub fn data_within(&self, len: u64) -> Result<u64> {
+        let (_, nbytes) = self.data_len()?;
+        let end = self.data_offset.saturating_add(nbytes);
+        if end > len {
+            return Err(crate::ErrorKind::TruncatedData {
+                expected: end,
+                actual: len,
+            }
+            .into());
+        }
+        Ok(nbytes)
+    }
+
     /// Element count and data bytes, checked for overflow.
     pub fn data_len(&self) -> Result<(u64, u64)> {
         let overflows = || bad(format!("shape {:?} overflows", self.shape));
