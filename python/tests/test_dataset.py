@@ -182,6 +182,26 @@ def test_a_folder_and_an_npz_both_ways(tmp_path):
         np.testing.assert_array_equal(got[name].values, a)
 
 
+def test_an_npz_of_several_arrays_converts_into_a_zarr_group(tmp_path):
+    """An .npz is a tree of arrays as a folder is: `rastore.convert` makes a Zarr group of
+    one array per member, straight, whether NumPy stored or deflated them."""
+    zarr = pytest.importorskip("zarr")
+    arrays = {"a": np.arange(6.0).reshape(2, 3), "b": np.arange(4, dtype="i4"),
+              "c": np.ones(5, "f4")}
+    for save in (np.savez, np.savez_compressed):
+        npz = tmp_path / f"{save.__name__}.npz"
+        save(npz, **arrays)
+        out = tmp_path / f"{save.__name__}.zarr"
+        rastore.convert(npz, out)
+        group = zarr.open_group(out, mode="r")
+        assert sorted(group.array_keys()) == sorted(arrays)
+        for name, a in arrays.items():
+            assert group[name].dtype == a.dtype, name
+            np.testing.assert_array_equal(group[name][...], a)
+    assert sorted(os.listdir(tmp_path)) == ["savez.npz", "savez.zarr", "savez_compressed.npz",
+                                            "savez_compressed.zarr"]
+
+
 def test_a_failed_conversion_of_a_dataset_leaves_nothing(tmp_path):
     pytest.importorskip("zarr")
     rastore.write(tmp_path / "run", _dataset())

@@ -1,7 +1,7 @@
 //! Datasets, folders of `.ra` files (issue 31), in the tool: `ra info`, `ra verify` and
 //! `ra describe` of a folder go through its variables, its sub-groups' too.
 
-use crate::common::{tmp, words, MAGIC};
+use crate::common::{python, python_has, tmp, words, MAGIC};
 use crate::tool::{fails, ok, s};
 
 /// A float32 variable of `n` elements at `path`.
@@ -265,4 +265,137 @@ fn a_tree_converts_under_one_count_of_progress() {
     let flat = 4 * (6000 + 2000);
     check(&run, &d.path().join("run.npz"), flat);
     check(&d.path().join("run.npz"), &d.path().join("unpacked"), flat);
+}
+
+/// The arrays `a` (2 × 3 float64), `b` (4 int32) and `c` (5 float32), saved by NumPy in
+/// `dir` as `three.npz` (stored) and `packed.npz` (deflated), and `a` alone as `one.npz`.
+fn npz_files(dir: &std::path::Path) {
+    python(&[
+        "-c",
+        "import numpy as np, sys\n\
+         a, b, c = np.arange(6.0).reshape(2, 3), np.arange(4, dtype='i4'), np.ones(5, 'f4')\n\
+         np.savez(sys.argv[1] + '/three.npz', a=a, b=b, c=c)\n\
+         np.savez_compressed(sys.argv[1] + '/packed.npz', a=a, b=b, c=c)\n\
+         np.savez(sys.argv[1] + '/one.npz', a=a)",
+        s(dir),
+    ]);
+}
+
+/// zarr-python's word on the group `zarr`: its arrays are those of the archive `npz`,
+/// names, types and values; "ok" if so.
+fn zarr_holds_npz(zarr: &std::path::Path, npz: &std::path::Path) -> String {
+    python(&[
+        "-c",
+        "import sys, warnings, zarr, numpy as np\nwarnings.simplefilter('ignore')\n\
+         g = zarr.open_group(sys.argv[1], mode='r')\n\
+         n = np.load(sys.argv[2])\n\
+         assert sorted(g.array_keys()) == sorted(n.files), sorted(g.array_keys())\n\
+         for k in n.files:\n\
+         \x20   assert g[k].dtype == n[k].dtype, (k, g[k].dtype)\n\
+         \x20   np.testing.assert_array_equal(g[k][...], n[k])\n\
+         print('ok')",
+        s(zarr),
+        s(npz),
+    ])
+}
+
+/// An `.npz` is a tree of arrays as a folder is: one of several arrays converts
+/// straight into a Zarr group of one array per member (stored or deflated), which
+/// zarr-python reads as NumPy saved them, leaving nothing else beside it.
+#[test]
+fn an_npz_of_several_arrays_converts_into_a_zarr_group() {
+    if !python_has("numpy, zarr") {
+        return;
+    }
+    let d = tmp();
+    npz_files(d.path());
+    for name in ["three", "packed"] {
+        let npz = d.path().join(format!("{name}.npz"));
+        let z = d.path().join(format!("{name}.zarr"));
+        ok(&["convert", s(&npz), s(&z)]);
+        let said = zarr_holds_npz(&z, &npz);
+        assert!(said.contains("ok"), "{name}: {said}");
+        // An existing group is kept without --overwrite, replaced with it.
+        let e = fails(&["convert", s(&npz), s(&z)], 1);
+        assert!(e.contains("--overwrite"), "{e}");
+        ok(&["convert", s(&npz), s(&z), "--overwrite"]);
+        assert!(zarr_holds_npz(&z, &npz).contains("ok"));
+    }
+    let mut names: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "one.npz",
+            "packed.npz",
+            "packed.zarr",
+            "three.npz",
+            "three.zarr"
+        ],
+        "no scratch file is left"
+    );
+    // A bare array is one array: refused, naming them.
+    let bare = d.path().join("bare.zarr");
+    let e = fails(
+        &[
+            "convert",
+            s(&d.path().join("three.npz")),
+            s(&bare),
+            "--array",
+        ],
+        1,
+    );
+    assert!(e.contains("holds 3 arrays (a, b, c)"), "{e}");
+    assert!(!bare.exists());
+}
+
+/// An `.npz` of several arrays into object storage: a Zarr group (`s3://…/x.zarr`), or a
+/// dataset under a prefix (`s3://…/x/`), as from a folder; one of one array, a group
+/// of it.
+#[test]
+fn an_npz_of_several_arrays_converts_into_object_storage() {
+    if !python_has("numpy, zarr") {
+        return;
+    }
+    let Some(server) = crate::s3_server::Server::start() else {
+        return;
+    };
+    let d = tmp();
+    npz_files(d.path());
+    let okay = |args: &[&str]| {
+        let o = crate::cli::ra()
+            .args(args)
+            .envs(crate::s3_server::Server::env(&server.endpoint()))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "ra {args:?}: {err}");
+    };
+    for name in ["three", "packed", "one"] {
+        let npz = d.path().join(format!("{name}.npz"));
+        let zurl = format!("s3://{}/sets/{name}.zarr", crate::s3_server::BUCKET);
+        okay(&["convert", s(&npz), &zurl]);
+        // s3s-fs keeps objects as files: zarr-python judges the group it holds.
+        let said = zarr_holds_npz(&server.object(&format!("sets/{name}.zarr")), &npz);
+        assert!(said.contains("ok"), "{name}: {said}");
+        if name == "one" {
+            continue;
+        }
+        let url = format!("s3://{}/sets/{name}/", crate::s3_server::BUCKET);
+        okay(&["convert", s(&npz), &url]);
+        let local = d.path().join(format!("{name}-local"));
+        ok(&["convert", s(&npz), s(&local)]);
+        for v in ["a.ra", "b.ra", "c.ra"] {
+            let object = server.object(&format!("sets/{name}/{v}"));
+            assert_eq!(
+                std::fs::read(&object).unwrap(),
+                std::fs::read(local.join(v)).unwrap(),
+                "{name}/{v}"
+            );
+        }
+    }
+    assert!(server.pending_uploads().is_empty());
 }

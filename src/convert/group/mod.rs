@@ -1,9 +1,9 @@
 //! Many arrays at once, the engine's [`copy`] for each: a dataset folder (FORMAT.md
-//! §10), a Zarr group (v3 or v2, as xarray's `to_zarr` writes it) or one array, into a
-//! dataset folder or a Zarr v3 group as xarray's `open_zarr` reads it: every dim named,
-//! `_FillValue` where xarray keeps it, attributes, and each group's members' metadata
-//! consolidated in its `zarr.json`. A local output is built beside its name and moved
-//! into place whole; on any failure nothing is left.
+//! §10), a Zarr group (v3 or v2, as xarray's `to_zarr` writes it), an `.npz` archive or
+//! one array, into a dataset folder or a Zarr v3 group as xarray's `open_zarr` reads
+//! it: every dim named, `_FillValue` where xarray keeps it, attributes, and each group's
+//! members' metadata consolidated in its `zarr.json`. A local output is built beside
+//! its name and moved into place whole; on any failure nothing is left.
 //!
 //! Sub-folders of a dataset are sub-groups, and the other way round; a dataset's
 //! `dataset.yaml` attributes are its group's. A dataset's variables keep no RawArray
@@ -93,6 +93,13 @@ pub(super) fn one_into_group(
 enum Member {
     /// A dataset's variable, a `.ra`.
     Variable(PathBuf),
+    /// A member of an `.npz` archive (`archive`); a deflated one is inflated into the
+    /// folder `scratch` first.
+    Npz {
+        archive: PathBuf,
+        member: crate::formats::npz::Member,
+        scratch: PathBuf,
+    },
     /// One array: anything [`open`](super::open()) opens.
     One(PathBuf),
     /// An array of a Zarr group, its fill value taken as xarray takes it.
@@ -143,6 +150,21 @@ impl Tree {
             Some(Node::Group(attrs)) => zarr_tree(input, attrs).map(Some),
             None => dataset_tree(input).map(Some),
         }
+    }
+
+    /// The tree of the arrays of the archive `input`, each named as it was saved; a
+    /// deflated member is inflated into the folder `scratch` when it is read.
+    pub fn of_npz(input: &Path, scratch: &Path) -> Result<Tree> {
+        let mut tree = Tree::new("an .npz", Map::new());
+        for (name, member) in super::npz::members(input)? {
+            let m = Member::Npz {
+                archive: input.to_path_buf(),
+                member,
+                scratch: scratch.to_path_buf(),
+            };
+            tree.arrays.push((name, m));
+        }
+        Ok(tree)
     }
 
     /// One array, named `name`, in a group of its own.
@@ -389,17 +411,24 @@ fn upload(
 }
 
 /// `options` for the array `m` of a group: its Zarr metadata as xarray reads it; a
-/// dataset's variable keeps no whole trailer (its labels and attributes are all it
-/// holds), one array keeps it, as a bare array does.
+/// dataset's variable (or an archive's member) keeps no whole trailer (its labels and
+/// attributes are all it holds), one array keeps it, as a bare array does.
 fn xarray(options: &ConvertOptions, m: &Member) -> ConvertOptions {
     options
         .clone()
-        .zarr_xarray(matches!(m, Member::Variable(_)))
+        .zarr_xarray(matches!(m, Member::Variable(_) | Member::Npz { .. }))
 }
 
 fn open_member(m: &Member, options: &ConvertOptions) -> Result<Box<dyn Source>> {
     match m {
         Member::Variable(p) | Member::One(p) => super::open(p, options),
+        Member::Npz {
+            archive,
+            member,
+            scratch,
+        } => Ok(Box::new(super::npz::MemberSource::open(
+            archive, member, scratch,
+        )?)),
         Member::Zarr(p) => Ok(Box::new(super::zarr::ZarrSource::open_member(
             &options.zarr_at(p),
         )?)),
