@@ -183,12 +183,14 @@ impl ConvertOptions {
         self
     }
 
-    /// These options for an array of a Zarr group: its metadata as xarray reads it,
-    /// and its trailer kept whole unless `drop_trailer`.
+    /// These options for an array of a Zarr group: its metadata as xarray reads it;
+    /// its trailer kept whole unless `drop_trailer`; the dims it has no labels for
+    /// named after `variable`, a dataset's variable, or as one array's.
     #[cfg(feature = "zarr")]
-    pub(super) fn zarr_xarray(mut self, drop_trailer: bool) -> Self {
+    pub(super) fn zarr_xarray(mut self, drop_trailer: bool, variable: Option<&str>) -> Self {
         self.zarr.xarray = true;
         self.zarr.drop_trailer = drop_trailer;
+        self.zarr.variable = variable.map(str::to_string);
         self
     }
 

@@ -70,24 +70,34 @@ fn remote(url: &str, _options: &ConvertOptions) -> Result<(Header, Vec<u8>, Read
 }
 
 /// The view of the opened file: `chunks` as [`frames_of_chunks`] reads them (default:
-/// the largest frame count that divides the frames within about 16 MiB).
-fn view(h: &Header, trailer: &[u8], chunks: Option<&[u64]>, input: &Path) -> Result<InPlace> {
+/// the largest frame count that divides the frames within about 16 MiB); as the
+/// `variable` of a dataset, if it is one.
+fn view(
+    h: &Header,
+    trailer: &[u8],
+    chunks: Option<&[u64]>,
+    input: &Path,
+    variable: Option<&str>,
+) -> Result<InPlace> {
     let frames = chunks
         .map(|c| frames_of_chunks(c, h.dims()))
         .transpose()
         .map_err(|e| e.at(input))?;
-    in_place(h, trailer, frames, input)
+    in_place(h, trailer, frames, input, variable)
 }
 
 /// `input` (a `.ra` file or `s3://` object) as a Zarr array of whole-frame chunks
-/// (`chunks`: see [`frames_of_chunks`]).
+/// (`chunks`: see [`frames_of_chunks`]). As a dataset's variable (`variable`, its
+/// name), the dims it has no labels for are named after it; on its own, `dim_0`, …
+/// ([`crate::ndl::unlabeled_dims`]).
 pub fn zarr_in_place(
     input: &Path,
     chunks: Option<&[u64]>,
     options: &ConvertOptions,
+    variable: Option<&str>,
 ) -> Result<InPlace> {
     let (h, trailer, _) = opened(input, options)?;
-    view(&h, &trailer, chunks, input)
+    view(&h, &trailer, chunks, input, variable)
 }
 
 /// `input` (a `.ra` file or `s3://` object) as a zarrs storage holding its array at the
@@ -98,7 +108,10 @@ pub fn zarrs_storage(
     options: &ConvertOptions,
 ) -> Result<RaStorage> {
     let (h, trailer, read) = opened(input, options)?;
-    Ok(RaStorage::new(view(&h, &trailer, chunks, input)?, read))
+    Ok(RaStorage::new(
+        view(&h, &trailer, chunks, input, None)?,
+        read,
+    ))
 }
 
 /// kerchunk v1 references to `input` read in place: a Zarr v2 group holding the array
@@ -113,7 +126,7 @@ pub fn references(
     options: &ConvertOptions,
 ) -> Result<Value> {
     let (h, trailer, read) = opened(input, options)?;
-    let view = view(&h, &trailer, chunks, input)?;
+    let view = view(&h, &trailer, chunks, input, None)?;
     let own = match input.to_str() {
         Some(s) if s.starts_with("s3://") => s.to_string(),
         _ => std::path::absolute(input)

@@ -78,8 +78,12 @@ fn the_tool_reads_a_folder_as_its_variables() {
     }
     let root = std::fs::read_to_string(z.join("zarr.json")).unwrap();
     assert!(root.contains("\"title\": \"a run\""), "{root}");
+    // Dims without labels are named after their variable: temp's and lat's differ.
     assert!(
-        root.contains("\"coils/c0\"") && root.contains("\"dim_0\""),
+        root.contains("\"coils/c0\"")
+            && root.contains("\"temp_dim_0\"")
+            && root.contains("\"lat_dim_0\"")
+            && root.contains("\"c0_dim_0\""),
         "{root}"
     );
     let back = d.path().join("back");
@@ -398,4 +402,45 @@ fn an_npz_of_several_arrays_converts_into_object_storage() {
         }
     }
     assert!(server.pending_uploads().is_empty());
+}
+
+/// Arrays without labels, of different shapes, make a dataset xarray opens: in the Zarr
+/// groups `ra` makes of them (from an `.npz`, from a folder), each variable's dims are
+/// named after it (`a_dim_0`, …), never the `dim_0` that xarray would find of several
+/// sizes; and back in a folder they are no labels again, the files the same bytes.
+#[test]
+fn unlabeled_variables_have_dims_of_their_own() {
+    if !python_has("numpy, zarr, xarray") {
+        return;
+    }
+    let d = tmp();
+    npz_files(d.path());
+    let npz = d.path().join("three.npz");
+    let folder = d.path().join("three");
+    ok(&["convert", s(&npz), s(&folder)]);
+    let direct = d.path().join("direct.zarr");
+    let via = d.path().join("via.zarr");
+    ok(&["convert", s(&npz), s(&direct)]);
+    ok(&["convert", s(&folder), s(&via)]);
+    let said = python(&[
+        "-c",
+        "import sys, warnings, xarray as xr, numpy as np\nwarnings.simplefilter('ignore')\n\
+         n = np.load(sys.argv[1])\n\
+         for z in sys.argv[2:]:\n\
+         \x20   ds = xr.open_zarr(z).load()\n\
+         \x20   assert ds['a'].dims == ('a_dim_0', 'a_dim_1'), ds\n\
+         \x20   assert ds['b'].dims == ('b_dim_0',) and ds['c'].dims == ('c_dim_0',), ds\n\
+         \x20   for k in n.files:\n\
+         \x20       np.testing.assert_array_equal(ds[k].values, n[k])\n\
+         print('ok')",
+        s(&npz),
+        s(&direct),
+        s(&via),
+    ]);
+    assert!(said.contains("ok"), "{said}");
+    for (z, out) in [(&direct, "from-direct"), (&via, "from-via")] {
+        let back = d.path().join(out);
+        ok(&["convert", s(z), s(&back)]);
+        same_files(&folder, &back, &["a.ra", "b.ra", "c.ra"]);
+    }
 }

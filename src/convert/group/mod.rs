@@ -25,7 +25,7 @@ use super::{Converted, Source};
 use crate::error::{io_at, Error, ErrorKind, Result};
 use crate::formats::npz::NpzWriter;
 use crate::formats::zarr::group::{self, Node};
-use crate::formats::zarr::meta::{json_of_yaml, yaml_of_json};
+use crate::formats::zarr::meta::{json_of_yaml, yaml_of_json, Reading};
 use crate::formats::zarr::Location;
 use crate::layout::Progress;
 use crate::replace::NewFolder;
@@ -177,7 +177,7 @@ impl Tree {
     /// Its one array, opened; several are refused, named, with what to do instead.
     pub fn only(&self, input: &Path, options: &ConvertOptions) -> Result<Box<dyn Source>> {
         match self.arrays.as_slice() {
-            [(_, m)] => open_member(m, options),
+            [(name, m)] => open_member(name, m, Alone::Yes, options),
             [] => Err(Error::from(ErrorKind::InvalidArgument(format!(
                 "{} with no arrays",
                 self.kind
@@ -237,10 +237,10 @@ impl Tree {
         let mut result = Converted::default();
         let mut overall = Overall::default();
         for (name, m) in &self.arrays {
-            let source = open_member(m, options)?;
+            let source = open_member(name, m, Alone::No, options)?;
             let sink = if zarr {
                 let at = Location::Local(top.join(name));
-                super::zarr::create(&at, source.desc().clone(), &xarray(options, m))?
+                super::zarr::create(&at, source.desc().clone(), &xarray(options, name, m))?
             } else {
                 let path = top.join(format!("{name}.ra"));
                 super::local::create_local(&path, source.desc().clone(), options)?
@@ -280,7 +280,7 @@ impl Tree {
             let mut result = Converted::default();
             let mut overall = Overall::default();
             for (name, m) in &self.arrays {
-                let source = open_member(m, options)?;
+                let source = open_member(name, m, Alone::No, options)?;
                 let (scratch, _gone) = super::npz::scratch(dir, "npy");
                 let sink = super::local::create_local(&scratch, source.desc().clone(), options)?;
                 result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
@@ -410,16 +410,42 @@ fn upload(
     .at(output))
 }
 
-/// `options` for the array `m` of a group: its Zarr metadata as xarray reads it; a
-/// dataset's variable (or an archive's member) keeps no whole trailer (its labels and
-/// attributes are all it holds), one array keeps it, as a bare array does.
-fn xarray(options: &ConvertOptions, m: &Member) -> ConvertOptions {
-    options
-        .clone()
-        .zarr_xarray(matches!(m, Member::Variable(_) | Member::Npz { .. }))
+/// The name of the array at `path` in its tree (`x` for `sub/x`): a dataset's
+/// variable's, after which the dims it has no labels for are named.
+fn variable(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
-fn open_member(m: &Member, options: &ConvertOptions) -> Result<Box<dyn Source>> {
+/// `options` for the array `m` at `name` of a group: its Zarr metadata as xarray reads
+/// it, the dims it has no labels for named after it unless it is one array on its
+/// own ([`crate::ndl::unlabeled_dims`]); a dataset's variable (or an archive's member)
+/// keeps no whole trailer (its labels and attributes are all it holds), one array
+/// keeps it, as a bare array does.
+fn xarray(options: &ConvertOptions, name: &str, m: &Member) -> ConvertOptions {
+    let options = options.clone();
+    match m {
+        Member::One(_) => options.zarr_xarray(false, None),
+        Member::Zarr(_) => options.zarr_xarray(false, Some(variable(name))),
+        Member::Variable(_) | Member::Npz { .. } => options.zarr_xarray(true, Some(variable(name))),
+    }
+}
+
+/// Whether an array of a tree is read as one array on its own (the only one of its
+/// tree, into one output) or as one of a dataset's variables.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Alone {
+    Yes,
+    No,
+}
+
+/// The array `m` at `name` of a tree, opened; a Zarr array read as `alone` says
+/// ([`Reading`]).
+fn open_member(
+    name: &str,
+    m: &Member,
+    alone: Alone,
+    options: &ConvertOptions,
+) -> Result<Box<dyn Source>> {
     match m {
         Member::Variable(p) | Member::One(p) => super::open(p, options),
         Member::Npz {
@@ -429,9 +455,15 @@ fn open_member(m: &Member, options: &ConvertOptions) -> Result<Box<dyn Source>> 
         } => Ok(Box::new(super::npz::MemberSource::open(
             archive, member, scratch,
         )?)),
-        Member::Zarr(p) => Ok(Box::new(super::zarr::ZarrSource::open_member(
-            &options.zarr_at(p),
-        )?)),
+        Member::Zarr(p) => {
+            let v = variable(name).to_string();
+            let reading = match alone {
+                Alone::Yes => Reading::OnlyOf(v),
+                Alone::No => Reading::Variable(v),
+            };
+            let source = super::zarr::ZarrSource::open_member(&options.zarr_at(p), reading)?;
+            Ok(Box::new(source))
+        }
     }
 }
 

@@ -29,9 +29,13 @@ pub struct ZarrOptions {
     /// Replace an existing array.
     pub overwrite: bool,
     /// Metadata as xarray's Zarr backend reads a group's arrays: every dim named
-    /// (`dim_0`, … where the trailer names none), and a `_FillValue` attribute as the
-    /// array's `fill_value` and as xarray's v3 attribute.
+    /// (where the trailer names none, as [`crate::ndl::unlabeled_dims`] names them:
+    /// after [`variable`](Self::variable)), and a `_FillValue` attribute as the array's
+    /// `fill_value` and as xarray's v3 attribute.
     pub xarray: bool,
+    /// The array is the variable of this name of a dataset's group (not one array on
+    /// its own): the dims it has no labels for are named after it.
+    pub variable: Option<String>,
     /// Keep no whole trailer ([`meta::TRAILER_KEY`]): the labels and attributes, which
     /// the array's metadata holds, are all it has (a dataset's variable).
     pub drop_trailer: bool,
@@ -147,7 +151,9 @@ impl ZarrWriter {
         }
         if options.xarray {
             fill = meta::fill_value(&mut attributes, dtype);
-            names.get_or_insert_with(|| meta::default_names(dims.len()));
+            names.get_or_insert_with(|| {
+                crate::ndl::unlabeled_dims(dims.len(), options.variable.as_deref())
+            });
         }
         let big = cfg!(target_endian = "big");
         let mut doc = metadata(&dims, &chunk, &t, big, options.codec, attributes, names);
