@@ -180,6 +180,43 @@ def test_dims_xarray_named_dim_0_stay_labels_in_a_dataset(tmp_path):
     xr.testing.assert_identical(xr.open_zarr(tmp_path / "again.zarr").load(), ds)
 
 
+def test_a_folder_through_zarr_and_back_is_the_same_files(tmp_path):
+    """A dataset's variables keep their trailers through a Zarr group byte for byte:
+    labeled ones (name, dims and attributes as rastore.write puts them, with a float
+    JSON spells otherwise), and ones without labels, with attributes or without. The
+    trailer rides beside the Zarr metadata, where xarray does not see it: both sides
+    are the same Dataset."""
+    zarr = pytest.importorskip("zarr")
+    ds = _dataset()
+    ds["temp"].attrs["scale"] = 1e-5
+    folder = tmp_path / "run"
+    rastore.write(folder, ds)
+    rastore.write(folder / "plain.ra", np.arange(3.0))
+    ndl = ("---\nndarrays:\n  data:\n    shape:\n      - 2\n      - 5\n    type: int16\n"
+           "    attributes:\n      units: counts\n      scale: 1e-5\n      valid_range: [0, 100]\n")
+    rastore.write(folder / "ndl.ra", np.zeros((2, 5), "i2"), metadata=ndl)
+    names = sorted(os.listdir(folder))
+    rastore.convert(folder, tmp_path / "run.zarr")
+    group = zarr.open_group(tmp_path / "run.zarr", mode="r")
+    assert "rawarray_trailer" not in group["temp"].attrs
+    assert "rawarray_trailer" not in group["ndl"].attrs
+    mine = xr.open_dataset(folder, engine="rastore").load()
+    assert mine["ndl"].attrs == {"units": "counts", "scale": 1e-5, "valid_range": [0, 100]}
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "run.zarr").load(), mine)
+    rastore.convert(tmp_path / "run.zarr", tmp_path / "back")
+    assert sorted(os.listdir(tmp_path / "back")) == names
+    for name in names:
+        assert (tmp_path / "back" / name).read_bytes() == (folder / name).read_bytes(), name
+    # Attributes changed in Zarr win over the trailer kept beside them: the variable's
+    # trailer is made anew, with its name beside its dims as rastore.write puts it.
+    z = zarr.open_group(tmp_path / "run.zarr", mode="r+")
+    z["count"].attrs["units"] = "1"
+    rastore.convert(tmp_path / "run.zarr", tmp_path / "changed")
+    count = xr.open_dataarray(tmp_path / "changed" / "count.ra", engine="rastore")
+    assert count.name == "count" and count.dims == ("lat", "lon")
+    assert count.attrs == {"units": "1", "coordinates": "area"}
+
+
 def test_one_array_into_zarr_is_a_group_xarray_opens_or_bare_when_asked(tmp_path):
     zarr = pytest.importorskip("zarr")
     a = np.arange(24, dtype="<i4").reshape(2, 3, 4)

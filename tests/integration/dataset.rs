@@ -444,3 +444,46 @@ fn unlabeled_variables_have_dims_of_their_own() {
         same_files(&folder, &back, &["a.ra", "b.ra", "c.ra"]);
     }
 }
+
+/// A dataset's variables keep their trailers through a Zarr group byte for byte:
+/// labeled ones (`dimcoords`, `name` and attributes, as `rastore.write` of a Dataset
+/// puts them, with a float JSON spells otherwise), and ones without labels, with
+/// attributes or with no trailer. The trailer rides beside the Zarr metadata, not
+/// among the attributes xarray shows.
+#[test]
+fn a_folder_through_zarr_and_back_is_the_same_files() {
+    let d = tmp();
+    let run = d.path().join("run");
+    std::fs::create_dir_all(run.join("coils")).unwrap();
+    let temp = "---\nndarrays:\n  data:\n    shape:\n      - 2\n      - 3\n    \
+                type: float32\n    attributes:\n      units: K\n      scale: 1e-5\n      \
+                _FillValue: .nan\n    storage:\n      format: RawArray\n      \
+                endian: little\n      order: column-major\n      data_offset: 56\n      \
+                size: 24\n    dimcoords:\n      - name: y\n      - name: x\n    name: temp\n";
+    let a = rastore::ndarray::Array2::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f32);
+    rastore::WriteOptions::new()
+        .metadata(temp)
+        .write(run.join("temp.ra"), &a)
+        .unwrap();
+    variable(&run.join("plain.ra"), 4);
+    ok(&["meta", s(&run.join("plain.ra")), "--set-attr", "units=m"]);
+    variable(&run.join("coils/c0.ra"), 3);
+    let z = d.path().join("run.zarr");
+    ok(&["convert", s(&run), s(&z)]);
+    let back = d.path().join("back");
+    ok(&["convert", s(&z), s(&back)]);
+    same_files(&run, &back, &["temp.ra", "plain.ra", "coils/c0.ra"]);
+    if python_has("numpy, zarr, xarray") {
+        let said = python(&[
+            "-c",
+            "import sys, warnings, xarray as xr\nwarnings.simplefilter('ignore')\n\
+             ds = xr.open_zarr(sys.argv[1])\n\
+             print(sorted(ds['temp'].attrs.items()), ds['temp'].dims, ds['plain'].attrs)",
+            s(&z),
+        ]);
+        assert!(
+            said.contains("[('scale', 1e-05), ('units', 'K')] ('y', 'x') {'units': 'm'}"),
+            "{said}"
+        );
+    }
+}

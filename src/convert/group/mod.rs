@@ -6,10 +6,12 @@
 //! its name and moved into place whole; on any failure nothing is left.
 //!
 //! Sub-folders of a dataset are sub-groups, and the other way round; a dataset's
-//! `dataset.yaml` attributes are its group's. A dataset's variables keep no RawArray
-//! trailer whole: their labels and attributes, which is all such a trailer holds, are
-//! the array's Zarr metadata, and come back from it. One array keeps its trailer, as a
-//! bare array does ([`ConvertOptions::zarr_array`]), so that it converts back the same.
+//! `dataset.yaml` attributes are its group's. A dataset's variables have their labels
+//! and attributes as the array's Zarr metadata, and their whole trailer beside it, in
+//! an extension field xarray does not show, so that they convert back the same bytes
+//! (a trailer whose attributes were changed in Zarr is made anew from the metadata).
+//! One array keeps its trailer among its attributes, as a bare array does
+//! ([`ConvertOptions::zarr_array`]).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -417,17 +419,16 @@ fn variable(path: &str) -> &str {
 }
 
 /// `options` for the array `m` at `name` of a group: its Zarr metadata as xarray reads
-/// it, the dims it has no labels for named after it unless it is one array on its
-/// own ([`crate::ndl::unlabeled_dims`]); a dataset's variable (or an archive's member)
-/// keeps no whole trailer (its labels and attributes are all it holds), one array
-/// keeps it, as a bare array does.
+/// it. A dataset's variable (every array of a tree but one array on its own) has the
+/// dims it has no labels for named after it ([`crate::ndl::unlabeled_dims`]) and its
+/// trailer kept aside, where xarray does not see it; one array keeps its trailer among
+/// its attributes, as a bare array does.
 fn xarray(options: &ConvertOptions, name: &str, m: &Member) -> ConvertOptions {
-    let options = options.clone();
-    match m {
-        Member::One(_) => options.zarr_xarray(false, None),
-        Member::Zarr(_) => options.zarr_xarray(false, Some(variable(name))),
-        Member::Variable(_) | Member::Npz { .. } => options.zarr_xarray(true, Some(variable(name))),
-    }
+    let variable = match m {
+        Member::One(_) => None,
+        _ => Some(variable(name)),
+    };
+    options.clone().zarr_xarray(variable)
 }
 
 /// Whether an array of a tree is read as one array on its own (the only one of its

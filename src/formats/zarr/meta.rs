@@ -507,6 +507,22 @@ pub(crate) fn yaml_of_json(v: &Value) -> Yaml {
     }
 }
 
+/// Keeps `kept`, the value of a [`TRAILER_KEY`] attribute, in the extension field of
+/// that name of the array's `zarr.json` `doc` instead: `{"must_understand": false,
+/// "trailer": kept}`, which Zarr v3 readers skip (zarr-python keeps it as an extra
+/// field) and xarray does not show.
+pub(super) fn put_trailer_aside(doc: &mut Value, kept: Value) {
+    doc[TRAILER_KEY] = json!({"must_understand": false, "trailer": kept});
+}
+
+/// Takes the extension field [`put_trailer_aside`] writes out of the `zarr.json`
+/// `doc`, and gives the trailer as the attribute [`TRAILER_KEY`] holds it, if there is
+/// one.
+pub(super) fn take_trailer_aside(doc: &mut Value) -> Option<Value> {
+    let field = doc.as_object_mut()?.remove(TRAILER_KEY)?;
+    field.get("trailer").cloned()
+}
+
 /// The trailer kept under [`TRAILER_KEY`], if there is one.
 fn kept_trailer(attrs: &Map<String, Value>) -> Option<Vec<u8>> {
     match attrs.get(TRAILER_KEY)? {
@@ -557,10 +573,11 @@ impl Reading {
 
 /// The trailer of the `.ra` made from a Zarr array with `attrs` and dimension
 /// `names`, read as `reading` says, for elements of `header` (with `descr` for user
-/// types): the trailer kept under [`TRAILER_KEY`] when the other attributes and the
-/// names are still the ones it holds (names it had none for being the ones rastore
-/// gives such dims); else an NDL document with them (the labels as `dimcoords`, and
-/// the compound of a structured type); empty when there is nothing to keep.
+/// types): the trailer kept under [`TRAILER_KEY`] (an attribute, or kept aside) when
+/// the other attributes and the names are still the ones it holds (names it had none
+/// for being the ones rastore gives such dims); else an NDL document with them (the
+/// labels as `dimcoords`, with the array's name in its group as `name`, and the
+/// compound of a structured type); empty when there is nothing to keep.
 pub fn trailer_of_attributes(
     attrs: &Map<String, Value>,
     names: Option<&[String]>,
@@ -596,12 +613,15 @@ pub fn trailer_of_attributes(
     }
     let attributes = (!others.is_empty()).then(|| yaml_of_json(&Value::Object(others)));
     match names {
-        Some(names) => crate::ndl::labeled_trailer(
-            header,
-            descr,
-            attributes.unwrap_or(Yaml::Hash(Hash::new())),
-            vec![crate::ndl::dimcoords(names)],
-        ),
+        Some(names) => {
+            // Its name beside its dims, as a dataset's variable's trailer has it.
+            let mut extra = vec![crate::ndl::dimcoords(names)];
+            if let Reading::OnlyOf(v) | Reading::Variable(v) = reading {
+                extra.push(("name".into(), Yaml::String(v.clone())));
+            }
+            let attributes = attributes.unwrap_or(Yaml::Hash(Hash::new()));
+            crate::ndl::labeled_trailer(header, descr, attributes, extra)
+        }
         None => {
             let doc = crate::ndl::document(None, header, descr, attributes);
             crate::ndl::to_text(&doc).into_bytes()

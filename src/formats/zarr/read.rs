@@ -148,6 +148,10 @@ impl ZarrInput {
                 if let Elem::Plain(d) = elem {
                     meta::decode_fill_attribute(&mut attributes, d);
                 }
+                // A trailer kept aside counts as one kept among the attributes.
+                if let Some(kept) = meta::take_trailer_aside(&mut v) {
+                    attributes.entry(meta::TRAILER_KEY).or_insert(kept);
+                }
                 let names = meta::dimension_names(&v["dimension_names"], dims.len());
                 numcodecs::fill_in_v3(&mut v);
                 if !matches!(elem, Elem::Plain(_)) {
