@@ -113,6 +113,20 @@ pub fn dimension_names(trailer: &[u8], ndims: usize) -> Option<Vec<String>> {
     (names.len() == ndims).then_some(names)
 }
 
+/// The names xarray, and every Zarr group rastore writes, give the dims of an array
+/// without labels: `VAR_dim_0`, `VAR_dim_1`, … for the variable `VAR` of a dataset (a
+/// folder, a Zarr group, an `.npz`), its own, which no other variable's can conflict
+/// with whatever their sizes; `dim_0`, `dim_1`, … for an array on its own (`variable`
+/// `None`), as xarray names a DataArray's.
+pub fn unlabeled_dims(ndims: usize, variable: Option<&str>) -> Vec<String> {
+    (0..ndims)
+        .map(|k| match variable {
+            Some(v) => format!("{v}_dim_{k}"),
+            None => format!("dim_{k}"),
+        })
+        .collect()
+}
+
 /// The `dimcoords` entry of an NDL ndarray that names its dims (and no coordinates).
 pub fn dimcoords(names: &[String]) -> (String, Yaml) {
     let entries = names

@@ -387,7 +387,8 @@ def convert(input, output, *, compress=False, overwrite=False, split_links=False
     folder) and dataset folders, the input told by its contents and the output by its
     name, either side local or ``s3://bucket/key``. A ``.zarr`` output is a group as
     xarray's ``open_zarr`` opens it: of the one array (named after the input; with
-    ``group=False``, the bare array), or of a dataset's variables. ``chunks`` (a shape)
+    ``group=False``, the bare array), or of a dataset's variables or an ``.npz``'s
+    arrays. ``chunks`` (a shape)
     and ``codec`` (``"zstd"``, ``"gzip:6"``, ``"blosc"``, ``"none"``) shape a Zarr
     output; ``nan_gray`` (0 to 255) is the gray of NaNs in a PNG scaled to gray, which
     are refused without it."""

@@ -103,7 +103,7 @@ def _raw(folder, drop_variables, prefix=None, group=""):
         if drop_variables and name in drop_variables:
             continue
         array = Array(location, prefix.storage_options if prefix is not None else None)
-        _, dims, coords, attrs = labels(array.metadata, array.shape)
+        _, dims, coords, attrs = labels(array.metadata, array.shape, variable=name)
         data = indexing.LazilyIndexedArray(RastoreBackendArray(array))
         variables[name] = xr.Variable(dims, data, attrs=attrs)
         # A file written alone, as a DataArray, carries its coordinates inline.

@@ -86,14 +86,16 @@ def write(path, da, *, durable=False, split_links=False, storage_options=None, c
                        split_links=split_links, storage_options=storage_options)
 
 
-def labels(metadata, shape):
-    """(name, dims, coords, attrs) from a trailer: ``dim_0 ...`` and the NDL
-    attributes for a file without labels."""
+def labels(metadata, shape, variable=None):
+    """(name, dims, coords, attrs) from a trailer; for a file without labels, the NDL
+    attributes and the dims as rastore names them everywhere: ``dim_0 ...`` for an
+    array on its own (as xarray names a DataArray's), ``VAR_dim_0 ...`` for the
+    ``variable`` VAR of a dataset, so that no two variables' dims conflict."""
     entity = _rastore.ndl_entity(metadata) or {}
     attrs = entity.get("attributes") or {}
     if not isinstance(attrs, dict):
         attrs = {}
-    dims = [f"dim_{i}" for i in range(len(shape))]
+    dims = list(_rastore.unlabeled_dims(len(shape), variable))
     coords = {}
     entries = entity.get("dimcoords")
     if isinstance(entries, list) and len(entries) == len(shape):

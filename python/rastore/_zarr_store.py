@@ -26,14 +26,15 @@ from . import _folder_attributes, _is_remote, _location, _rastore, _settings
 
 class _ArrayNode:
     """One `.ra` file or object (or `.npy` file) as a Zarr array: its metadata and its
-    chunks' ranges, along ``axis`` (the last; the first for a C-order ``.npy``)."""
+    chunks' ranges, along ``axis`` (the last; the first for a C-order ``.npy``). A
+    dataset's ``variable`` has the dims it has no labels for named after it."""
 
-    def __init__(self, location, chunks, storage_options):
+    def __init__(self, location, chunks, storage_options, variable=False):
         self.location = location
         self.storage_options = storage_options
         settings = _settings(storage_options)
         chunks = None if chunks is None else [int(c) for c in np.atleast_1d(chunks)]
-        layout = json.loads(_rastore.zarr_in_place(location, settings, chunks))
+        layout = json.loads(_rastore.zarr_in_place(location, settings, chunks, variable))
         self.meta = layout["zarr_json"]
         self.zarray, self.zattrs = layout["zarray"], layout["zattrs"]
         self.name = layout["name"]
@@ -215,7 +216,7 @@ class ZarrStore(Store):
                 members.append((entry.name, group))
                 members += [(f"{entry.name}/{p}", d) for p, d in below]
             elif entry.name.endswith(".ra"):
-                array = _ArrayNode(entry.path, self.chunks, self.storage_options)
+                array = _ArrayNode(entry.path, self.chunks, self.storage_options, variable=True)
                 arrays[f"{prefix}{array.name}/"] = array
                 mine = array.docs(self.zarr_format)
                 docs.update({f"{prefix}{array.name}/{k}": v for k, v in mine.items()})

@@ -18,6 +18,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ndl_trailer, m)?)?;
     m.add_function(wrap_pyfunction!(ndl_document, m)?)?;
     m.add_function(wrap_pyfunction!(ndl_text, m)?)?;
+    m.add_function(wrap_pyfunction!(unlabeled_dims, m)?)?;
     m.add("MAX_TRAILER_YAML", ndl::MAX_TRAILER_YAML)?;
     Ok(())
 }
@@ -172,4 +173,13 @@ fn ndl_document<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Option<Bound<'py,
 fn ndl_text<'py>(py: Python<'py>, doc: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyBytes>> {
     let text = ndl::to_text(&Yaml::Hash(dict_to_yaml(doc)?));
     Ok(PyBytes::new(py, text.as_bytes()))
+}
+
+/// The names of the dims of an array without labels: `VAR_dim_0`, … for the variable
+/// `VAR` of a dataset, `dim_0`, … for an array on its own (`variable` None); the rule
+/// every Zarr group rastore writes follows.
+#[pyfunction]
+#[pyo3(signature = (ndims, variable=None))]
+fn unlabeled_dims(ndims: usize, variable: Option<&str>) -> Vec<String> {
+    ndl::unlabeled_dims(ndims, variable)
 }

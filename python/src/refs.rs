@@ -28,17 +28,22 @@ fn options(settings: Vec<(String, String)>) -> ConvertOptions {
 }
 
 /// The Zarr view of the file or object: `zarr.json` (v3), `.zarray` and `.zattrs`
-/// (v2; `.zarray` null where v2 has no such type) and the chunk layout, as JSON.
+/// (v2; `.zarray` null where v2 has no such type) and the chunk layout, as JSON. As a
+/// dataset's `variable`, the dims it has no labels for are named after it.
 #[pyfunction]
+#[pyo3(signature = (location, settings, chunks, variable=false))]
 fn zarr_in_place(
     py: Python<'_>,
     location: PathBuf,
     settings: Vec<(String, String)>,
     chunks: Option<Vec<u64>>,
+    variable: bool,
 ) -> PyResult<String> {
     py.detach(|| {
         let o = options(settings);
-        let v = refs::zarr_in_place(&location, chunks.as_deref(), &o).map_err(to_py)?;
+        let name = variable.then(|| refs::array_name(&location));
+        let v = refs::zarr_in_place(&location, chunks.as_deref(), &o, name.as_deref())
+            .map_err(to_py)?;
         Ok(json!({
             "zarr_json": v.zarr_json,
             "zarray": v.zarray,

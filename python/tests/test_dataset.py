@@ -129,6 +129,94 @@ def test_convert_makes_zarr_groups_that_xarray_opens_as_the_same_dataset(tmp_pat
         assert alone.dims == ("lat", "lon", "time") and alone.attrs["units"] == "K"
 
 
+def test_unlabeled_arrays_of_different_shapes_make_a_dataset_xarray_opens(tmp_path):
+    """Arrays without labels (an .npz's, NumPy arrays written alone) have dims named
+    after their variable (`a_dim_0`, ...), never xarray's `dim_0`, which variables of
+    other sizes would conflict on: in the folder (engine="rastore"), in its Zarr view
+    (ZarrStore), in the Zarr groups rastore.convert makes of the folder and of the .npz;
+    and back in a folder they are no labels again, the files the same bytes."""
+    zarr = pytest.importorskip("zarr")
+    arrays = {"a": np.arange(6.0).reshape(2, 3), "b": np.arange(4, dtype="i4"),
+              "c": np.ones(5, "f4")}
+    np.savez(tmp_path / "three.npz", **arrays)
+    folder = tmp_path / "three"
+    rastore.convert(tmp_path / "three.npz", folder)
+    rastore.write(folder / "d.ra", np.zeros((3, 2), "u1"))
+
+    def dataset(arrays):
+        return xr.Dataset({name: ([f"{name}_dim_{k}" for k in range(a.ndim)], a)
+                           for name, a in arrays.items()})
+
+    want = dataset({**arrays, "d": np.zeros((3, 2), "u1")})
+    xr.testing.assert_identical(xr.open_dataset(folder, engine="rastore").load(), want)
+    for zarr_format in (3, 2):
+        xr.testing.assert_identical(
+            xr.open_zarr(rastore.ZarrStore(folder, zarr_format=zarr_format)).load(), want)
+    rastore.convert(folder, tmp_path / "via.zarr")
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "via.zarr").load(), want)
+    group = zarr.open_group(tmp_path / "via.zarr", mode="r")
+    assert group["a"].metadata.dimension_names == ("a_dim_0", "a_dim_1")
+    rastore.convert(tmp_path / "three.npz", tmp_path / "direct.zarr")
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "direct.zarr").load(), dataset(arrays))
+    # Back into folders: still no labels, the same bytes.
+    for z in ("via", "direct"):
+        rastore.convert(tmp_path / f"{z}.zarr", tmp_path / f"from-{z}")
+        for name in sorted(os.listdir(tmp_path / f"from-{z}")):
+            assert (tmp_path / f"from-{z}" / name).read_bytes() == (folder / name).read_bytes(), name
+    # A file opened alone is a DataArray, its dims named as xarray names a DataArray's.
+    assert xr.open_dataarray(folder / "a.ra", engine="rastore").dims == ("dim_0", "dim_1")
+
+
+def test_dims_xarray_named_dim_0_stay_labels_in_a_dataset(tmp_path):
+    """xarray's own `dim_0` (a DataArray's default, which variables share) is a label in
+    a dataset: a group xarray wrote keeps it through a folder and back into Zarr."""
+    pytest.importorskip("zarr")
+    ds = xr.Dataset({"x": ("dim_0", np.arange(2)), "y": ("dim_0", np.array([3.0, 4.0])),
+                     "z": (("dim_0", "dim_1"), np.zeros((2, 3), "f4"))})
+    ds.to_zarr(tmp_path / "x.zarr", zarr_format=3)
+    rastore.convert(tmp_path / "x.zarr", tmp_path / "f")
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "f", engine="rastore").load(), ds)
+    rastore.convert(tmp_path / "f", tmp_path / "again.zarr")
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "again.zarr").load(), ds)
+
+
+def test_a_folder_through_zarr_and_back_is_the_same_files(tmp_path):
+    """A dataset's variables keep their trailers through a Zarr group byte for byte:
+    labeled ones (name, dims and attributes as rastore.write puts them, with a float
+    JSON spells otherwise), and ones without labels, with attributes or without. The
+    trailer rides beside the Zarr metadata, where xarray does not see it: both sides
+    are the same Dataset."""
+    zarr = pytest.importorskip("zarr")
+    ds = _dataset()
+    ds["temp"].attrs["scale"] = 1e-5
+    folder = tmp_path / "run"
+    rastore.write(folder, ds)
+    rastore.write(folder / "plain.ra", np.arange(3.0))
+    ndl = ("---\nndarrays:\n  data:\n    shape:\n      - 2\n      - 5\n    type: int16\n"
+           "    attributes:\n      units: counts\n      scale: 1e-5\n      valid_range: [0, 100]\n")
+    rastore.write(folder / "ndl.ra", np.zeros((2, 5), "i2"), metadata=ndl)
+    names = sorted(os.listdir(folder))
+    rastore.convert(folder, tmp_path / "run.zarr")
+    group = zarr.open_group(tmp_path / "run.zarr", mode="r")
+    assert "rawarray_trailer" not in group["temp"].attrs
+    assert "rawarray_trailer" not in group["ndl"].attrs
+    mine = xr.open_dataset(folder, engine="rastore").load()
+    assert mine["ndl"].attrs == {"units": "counts", "scale": 1e-5, "valid_range": [0, 100]}
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "run.zarr").load(), mine)
+    rastore.convert(tmp_path / "run.zarr", tmp_path / "back")
+    assert sorted(os.listdir(tmp_path / "back")) == names
+    for name in names:
+        assert (tmp_path / "back" / name).read_bytes() == (folder / name).read_bytes(), name
+    # Attributes changed in Zarr win over the trailer kept beside them: the variable's
+    # trailer is made anew, with its name beside its dims as rastore.write puts it.
+    z = zarr.open_group(tmp_path / "run.zarr", mode="r+")
+    z["count"].attrs["units"] = "1"
+    rastore.convert(tmp_path / "run.zarr", tmp_path / "changed")
+    count = xr.open_dataarray(tmp_path / "changed" / "count.ra", engine="rastore")
+    assert count.name == "count" and count.dims == ("lat", "lon")
+    assert count.attrs == {"units": "1", "coordinates": "area"}
+
+
 def test_one_array_into_zarr_is_a_group_xarray_opens_or_bare_when_asked(tmp_path):
     zarr = pytest.importorskip("zarr")
     a = np.arange(24, dtype="<i4").reshape(2, 3, 4)
@@ -180,6 +268,26 @@ def test_a_folder_and_an_npz_both_ways(tmp_path):
     got = xr.open_dataset(tmp_path / "fromnp", engine="rastore")
     for name, a in arrays.items():
         np.testing.assert_array_equal(got[name].values, a)
+
+
+def test_an_npz_of_several_arrays_converts_into_a_zarr_group(tmp_path):
+    """An .npz is a tree of arrays as a folder is: `rastore.convert` makes a Zarr group of
+    one array per member, straight, whether NumPy stored or deflated them."""
+    zarr = pytest.importorskip("zarr")
+    arrays = {"a": np.arange(6.0).reshape(2, 3), "b": np.arange(4, dtype="i4"),
+              "c": np.ones(5, "f4")}
+    for save in (np.savez, np.savez_compressed):
+        npz = tmp_path / f"{save.__name__}.npz"
+        save(npz, **arrays)
+        out = tmp_path / f"{save.__name__}.zarr"
+        rastore.convert(npz, out)
+        group = zarr.open_group(out, mode="r")
+        assert sorted(group.array_keys()) == sorted(arrays)
+        for name, a in arrays.items():
+            assert group[name].dtype == a.dtype, name
+            np.testing.assert_array_equal(group[name][...], a)
+    assert sorted(os.listdir(tmp_path)) == ["savez.npz", "savez.zarr", "savez_compressed.npz",
+                                            "savez_compressed.zarr"]
 
 
 def test_a_failed_conversion_of_a_dataset_leaves_nothing(tmp_path):

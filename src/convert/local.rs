@@ -59,7 +59,8 @@ pub(super) fn several(
 ) -> Error {
     let names: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
     Error::from(ErrorKind::InvalidArgument(format!(
-        "{} holds {} arrays ({}): give a folder as the output, for one NAME.ra each{}",
+        "{} holds {} arrays ({}): give a folder as the output, for one NAME.ra each, or a \
+         .zarr for a Zarr group of them{}",
         path.display(),
         members.len(),
         names.join(", "),

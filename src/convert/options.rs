@@ -218,12 +218,17 @@ impl ConvertOptions {
         self
     }
 
-    /// These options for an array of a Zarr group: its metadata as xarray reads it,
-    /// and its trailer kept whole unless `drop_trailer`.
+    /// These options for an array of a Zarr group: its metadata as xarray reads it.
+    /// As a dataset's `variable`, the dims it has no labels for are named after it and
+    /// its trailer is kept aside ([`ZarrOptions::trailer_aside`]); one array on its
+    /// own (`None`) keeps it among its attributes, as a bare array does.
+    ///
+    /// [`ZarrOptions::trailer_aside`]: crate::formats::zarr::ZarrOptions::trailer_aside
     #[cfg(feature = "zarr")]
-    pub(super) fn zarr_xarray(mut self, drop_trailer: bool) -> Self {
+    pub(super) fn zarr_xarray(mut self, variable: Option<&str>) -> Self {
         self.zarr.xarray = true;
-        self.zarr.drop_trailer = drop_trailer;
+        self.zarr.trailer_aside = variable.is_some();
+        self.zarr.variable = variable.map(str::to_string);
         self
     }
 

@@ -52,6 +52,7 @@ fn opened(
     input: &Path,
     chunks: Option<&[u64]>,
     options: &ConvertOptions,
+    variable: Option<&str>,
 ) -> Result<(InPlace, ReadRange)> {
     let frames = |dims: &[u64], axis: usize| -> Result<Option<u64>> {
         chunks
@@ -62,7 +63,7 @@ fn opened(
     if let Some(url) = input.to_str().filter(|s| s.starts_with("s3://")) {
         let (h, trailer, read) = remote(url, options)?;
         let axis = h.dims().len().saturating_sub(1);
-        let view = in_place(&h, &trailer, frames(h.dims(), axis)?, input)?;
+        let view = in_place(&h, &trailer, frames(h.dims(), axis)?, input, variable)?;
         return Ok((view, read));
     }
     let file = File::open(input).map_err(io_at("open", input))?;
@@ -90,7 +91,7 @@ fn opened(
         let trailer =
             crate::read::ndl_trailer_of(&file, &h, len).map_err(io_at("read metadata", input))?;
         let axis = h.dims().len().saturating_sub(1);
-        in_place(&h, &trailer, frames(h.dims(), axis)?, input)?
+        in_place(&h, &trailer, frames(h.dims(), axis)?, input, variable)?
     };
     let shown = input.to_path_buf();
     let read = move |r: Range<u64>| -> Result<Vec<u8>> {
@@ -130,13 +131,16 @@ fn remote(url: &str, _options: &ConvertOptions) -> Result<(Header, Vec<u8>, Read
 }
 
 /// `input` (a `.ra` or `.npy` file, or a `.ra` `s3://` object) as a Zarr array of
-/// whole-frame chunks (`chunks`: see [`frames_of_chunks`]).
+/// whole-frame chunks (`chunks`: see [`frames_of_chunks`]). As a dataset's variable
+/// (`variable`, its name), the dims it has no labels for are named after it; on its
+/// own, `dim_0`, … ([`crate::ndl::unlabeled_dims`]).
 pub fn zarr_in_place(
     input: &Path,
     chunks: Option<&[u64]>,
     options: &ConvertOptions,
+    variable: Option<&str>,
 ) -> Result<InPlace> {
-    opened(input, chunks, options).map(|(view, _)| view)
+    opened(input, chunks, options, variable).map(|(view, _)| view)
 }
 
 /// `input` (a `.ra` or `.npy` file, or a `.ra` `s3://` object) as a zarrs storage
@@ -147,7 +151,7 @@ pub fn zarrs_storage(
     chunks: Option<&[u64]>,
     options: &ConvertOptions,
 ) -> Result<RaStorage> {
-    let (view, read) = opened(input, chunks, options)?;
+    let (view, read) = opened(input, chunks, options, None)?;
     Ok(RaStorage::new(view, read))
 }
 
@@ -162,7 +166,7 @@ pub fn references(
     url: Option<&str>,
     options: &ConvertOptions,
 ) -> Result<Value> {
-    let (view, read) = opened(input, chunks, options)?;
+    let (view, read) = opened(input, chunks, options, None)?;
     let own = match input.to_str() {
         Some(s) if s.starts_with("s3://") => s.to_string(),
         _ => std::path::absolute(input)

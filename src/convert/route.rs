@@ -8,15 +8,16 @@ use super::open::{create, open, url_of};
 use super::options::{ConvertOptions, Format};
 use super::plan::{copy, Overall};
 use super::{Converted, Source};
-use crate::error::{io_at, Error, ErrorKind, Result};
+use crate::error::{io_at, Result};
 use crate::layout::Progress;
 use crate::replace::{check_folder, refuse_existing};
 
 /// Converts `input` into `output`: any format into any other, the input told by its
 /// contents and the output by its name ([`Format`]), either or both in object storage
 /// (`s3://`), box by box in bounded memory ([`copy`](super::copy)). An `.npz`
-/// archive becomes a folder `output` of one `NAME.ra` per member (made if missing);
-/// one of a single array converts to any output. The logical array is kept (FORMAT.md
+/// archive becomes a folder `output` of one `NAME.ra` per member (made if missing), a
+/// Zarr group of one array per member, or a dataset in object storage; one of a single
+/// array converts to any output. The logical array is kept (FORMAT.md
 /// section 7): its shape, its values, and the labels and attributes its format can
 /// carry. Nothing is left at `output` when the conversion fails.
 ///
@@ -102,8 +103,8 @@ pub fn write_array(
 }
 
 /// Each member of the archive `input` as `out/NAME.ra` (or its one member as the output
-/// `out` names, of any format), converted in turn; a deflated member is inflated
-/// beside the output first.
+/// `out` names, of any format; or each an array of the Zarr group `out`), converted in
+/// turn; a deflated member is inflated beside the output first.
 fn npz_to_folder(
     input: &Path,
     out: &Path,
@@ -115,8 +116,14 @@ fn npz_to_folder(
         (Some(Format::Npz), _) => return Format::of_output(out).map(|_| Converted::default()),
         #[cfg(feature = "zarr")]
         (Some(Format::Zarr), [(name, _)]) if !options.zarr_bare() => {
-            options.check_output(out)?;
+            if url_of(out).is_none() {
+                options.check_output(out)?;
+            }
             return super::group::one_into_group(input, name, out, options, progress);
+        }
+        #[cfg(feature = "zarr")]
+        (Some(Format::Zarr), _) if !options.zarr_bare() => {
+            return npz_into_tree(input, out, options, progress);
         }
         (Some(_), [(_, m)]) => {
             // One array: into any output, anywhere.
@@ -135,12 +142,7 @@ fn npz_to_folder(
         (None, _) => {}
     }
     if url_of(out).is_some() {
-        return Err(Error::from(ErrorKind::Unsupported(
-            "an .npz of several arrays into object storage: convert it to a local folder, \
-             then upload each .ra"
-                .into(),
-        ))
-        .at(out));
+        return npz_into_tree(input, out, options, progress);
     }
     check_folder(out)?;
     let outputs: Vec<PathBuf> = members
@@ -162,4 +164,40 @@ fn npz_to_folder(
         result.stored_raw |= done.stored_raw;
     }
     Ok(result)
+}
+
+/// The arrays of the archive `input` as a tree at `out`: a Zarr group, or a dataset in
+/// object storage (a prefix ending `/`). A deflated member is inflated beside a local
+/// output, or in the temporary folder for one in object storage.
+#[cfg(feature = "zarr")]
+fn npz_into_tree(
+    input: &Path,
+    out: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    let scratch = match url_of(out) {
+        Some(_) => std::env::temp_dir(),
+        None => {
+            options.check_output(out)?;
+            crate::replace::parent_dir(out).to_path_buf()
+        }
+    };
+    super::group::Tree::of_npz(input, &scratch)?.write(out, options, progress)
+}
+
+#[cfg(not(feature = "zarr"))]
+fn npz_into_tree(
+    _input: &Path,
+    out: &Path,
+    _options: &ConvertOptions,
+    _progress: Progress,
+) -> Result<Converted> {
+    use crate::error::{Error, ErrorKind};
+    Err(Error::from(ErrorKind::Unsupported(
+        "an .npz of several arrays into object storage, in a build without the `zarr` \
+         feature: convert it to a local folder, then upload each .ra"
+            .into(),
+    ))
+    .at(out))
 }

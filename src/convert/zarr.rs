@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::options::ConvertOptions;
 use super::{Block, Converted, Desc, Grain, Sink, Source};
 use crate::error::{Error, ErrorKind, Result};
+use crate::formats::zarr::meta::Reading;
 use crate::formats::zarr::{Location, ZarrInput, ZarrWriter};
 
 /// A Zarr array, read by chunks.
@@ -22,11 +23,13 @@ impl ZarrSource {
         Self::of(ZarrInput::open(at)?, at)
     }
 
-    /// Opens the array at `at` as a member of a group, its fill value taken as xarray's
-    /// Zarr backend takes it ([`ZarrInput::fill_as_xarray_reads`]).
-    pub fn open_member(at: &Location) -> Result<ZarrSource> {
+    /// Opens the array at `at` as a member of a group, read as `reading` says (the
+    /// variable of a dataset, or the one array of its group), its fill value taken as
+    /// xarray's Zarr backend takes it ([`ZarrInput::fill_as_xarray_reads`]).
+    pub fn open_member(at: &Location, reading: Reading) -> Result<ZarrSource> {
         let mut input = ZarrInput::open(at)?;
         input.fill_as_xarray_reads();
+        input.read_as(reading);
         Self::of(input, at)
     }
 

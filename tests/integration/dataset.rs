@@ -1,7 +1,7 @@
 //! Datasets, folders of `.ra` files (issue 31), in the tool: `ra info`, `ra verify` and
 //! `ra describe` of a folder go through its variables, its sub-groups' too.
 
-use crate::common::{tmp, words, MAGIC};
+use crate::common::{python, python_has, tmp, words, MAGIC};
 use crate::tool::{fails, ok, s};
 
 /// A float32 variable of `n` elements at `path`.
@@ -85,8 +85,12 @@ fn the_tool_reads_a_folder_as_its_variables() {
     }
     let root = std::fs::read_to_string(z.join("zarr.json")).unwrap();
     assert!(root.contains("\"title\": \"a run\""), "{root}");
+    // Dims without labels are named after their variable: temp's and lat's differ.
     assert!(
-        root.contains("\"coils/c0\"") && root.contains("\"dim_0\""),
+        root.contains("\"coils/c0\"")
+            && root.contains("\"temp_dim_0\"")
+            && root.contains("\"lat_dim_0\"")
+            && root.contains("\"c0_dim_0\""),
         "{root}"
     );
     let back = d.path().join("back");
@@ -276,4 +280,221 @@ fn a_tree_converts_under_one_count_of_progress() {
     let flat = 4 * (6000 + 2000);
     check(&run, &d.path().join("run.npz"), flat);
     check(&d.path().join("run.npz"), &d.path().join("unpacked"), flat);
+}
+
+/// The arrays `a` (2 × 3 float64), `b` (4 int32) and `c` (5 float32), saved by NumPy in
+/// `dir` as `three.npz` (stored) and `packed.npz` (deflated), and `a` alone as `one.npz`.
+fn npz_files(dir: &std::path::Path) {
+    python(&[
+        "-c",
+        "import numpy as np, sys\n\
+         a, b, c = np.arange(6.0).reshape(2, 3), np.arange(4, dtype='i4'), np.ones(5, 'f4')\n\
+         np.savez(sys.argv[1] + '/three.npz', a=a, b=b, c=c)\n\
+         np.savez_compressed(sys.argv[1] + '/packed.npz', a=a, b=b, c=c)\n\
+         np.savez(sys.argv[1] + '/one.npz', a=a)",
+        s(dir),
+    ]);
+}
+
+/// zarr-python's word on the group `zarr`: its arrays are those of the archive `npz`,
+/// names, types and values; "ok" if so.
+fn zarr_holds_npz(zarr: &std::path::Path, npz: &std::path::Path) -> String {
+    python(&[
+        "-c",
+        "import sys, warnings, zarr, numpy as np\nwarnings.simplefilter('ignore')\n\
+         g = zarr.open_group(sys.argv[1], mode='r')\n\
+         n = np.load(sys.argv[2])\n\
+         assert sorted(g.array_keys()) == sorted(n.files), sorted(g.array_keys())\n\
+         for k in n.files:\n\
+         \x20   assert g[k].dtype == n[k].dtype, (k, g[k].dtype)\n\
+         \x20   np.testing.assert_array_equal(g[k][...], n[k])\n\
+         print('ok')",
+        s(zarr),
+        s(npz),
+    ])
+}
+
+/// An `.npz` is a tree of arrays as a folder is: one of several arrays converts
+/// straight into a Zarr group of one array per member (stored or deflated), which
+/// zarr-python reads as NumPy saved them, leaving nothing else beside it.
+#[test]
+fn an_npz_of_several_arrays_converts_into_a_zarr_group() {
+    if !python_has("numpy, zarr") {
+        return;
+    }
+    let d = tmp();
+    npz_files(d.path());
+    for name in ["three", "packed"] {
+        let npz = d.path().join(format!("{name}.npz"));
+        let z = d.path().join(format!("{name}.zarr"));
+        ok(&["convert", s(&npz), s(&z)]);
+        let said = zarr_holds_npz(&z, &npz);
+        assert!(said.contains("ok"), "{name}: {said}");
+        // An existing group is kept without --overwrite, replaced with it.
+        let e = fails(&["convert", s(&npz), s(&z)], 1);
+        assert!(e.contains("--overwrite"), "{e}");
+        ok(&["convert", s(&npz), s(&z), "--overwrite"]);
+        assert!(zarr_holds_npz(&z, &npz).contains("ok"));
+    }
+    let mut names: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "one.npz",
+            "packed.npz",
+            "packed.zarr",
+            "three.npz",
+            "three.zarr"
+        ],
+        "no scratch file is left"
+    );
+    // A bare array is one array: refused, naming them.
+    let bare = d.path().join("bare.zarr");
+    let e = fails(
+        &[
+            "convert",
+            s(&d.path().join("three.npz")),
+            s(&bare),
+            "--array",
+        ],
+        1,
+    );
+    assert!(e.contains("holds 3 arrays (a, b, c)"), "{e}");
+    assert!(!bare.exists());
+}
+
+/// An `.npz` of several arrays into object storage: a Zarr group (`s3://…/x.zarr`), or a
+/// dataset under a prefix (`s3://…/x/`), as from a folder; one of one array, a group
+/// of it.
+#[test]
+fn an_npz_of_several_arrays_converts_into_object_storage() {
+    if !python_has("numpy, zarr") {
+        return;
+    }
+    let Some(server) = crate::s3_server::Server::start() else {
+        return;
+    };
+    let d = tmp();
+    npz_files(d.path());
+    let okay = |args: &[&str]| {
+        let o = crate::cli::ra()
+            .args(args)
+            .envs(crate::s3_server::Server::env(&server.endpoint()))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "ra {args:?}: {err}");
+    };
+    for name in ["three", "packed", "one"] {
+        let npz = d.path().join(format!("{name}.npz"));
+        let zurl = format!("s3://{}/sets/{name}.zarr", crate::s3_server::BUCKET);
+        okay(&["convert", s(&npz), &zurl]);
+        // s3s-fs keeps objects as files: zarr-python judges the group it holds.
+        let said = zarr_holds_npz(&server.object(&format!("sets/{name}.zarr")), &npz);
+        assert!(said.contains("ok"), "{name}: {said}");
+        if name == "one" {
+            continue;
+        }
+        let url = format!("s3://{}/sets/{name}/", crate::s3_server::BUCKET);
+        okay(&["convert", s(&npz), &url]);
+        let local = d.path().join(format!("{name}-local"));
+        ok(&["convert", s(&npz), s(&local)]);
+        for v in ["a.ra", "b.ra", "c.ra"] {
+            let object = server.object(&format!("sets/{name}/{v}"));
+            assert_eq!(
+                std::fs::read(&object).unwrap(),
+                std::fs::read(local.join(v)).unwrap(),
+                "{name}/{v}"
+            );
+        }
+    }
+    assert!(server.pending_uploads().is_empty());
+}
+
+/// Arrays without labels, of different shapes, make a dataset xarray opens: in the Zarr
+/// groups `ra` makes of them (from an `.npz`, from a folder), each variable's dims are
+/// named after it (`a_dim_0`, …), never the `dim_0` that xarray would find of several
+/// sizes; and back in a folder they are no labels again, the files the same bytes.
+#[test]
+fn unlabeled_variables_have_dims_of_their_own() {
+    if !python_has("numpy, zarr, xarray") {
+        return;
+    }
+    let d = tmp();
+    npz_files(d.path());
+    let npz = d.path().join("three.npz");
+    let folder = d.path().join("three");
+    ok(&["convert", s(&npz), s(&folder)]);
+    let direct = d.path().join("direct.zarr");
+    let via = d.path().join("via.zarr");
+    ok(&["convert", s(&npz), s(&direct)]);
+    ok(&["convert", s(&folder), s(&via)]);
+    let said = python(&[
+        "-c",
+        "import sys, warnings, xarray as xr, numpy as np\nwarnings.simplefilter('ignore')\n\
+         n = np.load(sys.argv[1])\n\
+         for z in sys.argv[2:]:\n\
+         \x20   ds = xr.open_zarr(z).load()\n\
+         \x20   assert ds['a'].dims == ('a_dim_0', 'a_dim_1'), ds\n\
+         \x20   assert ds['b'].dims == ('b_dim_0',) and ds['c'].dims == ('c_dim_0',), ds\n\
+         \x20   for k in n.files:\n\
+         \x20       np.testing.assert_array_equal(ds[k].values, n[k])\n\
+         print('ok')",
+        s(&npz),
+        s(&direct),
+        s(&via),
+    ]);
+    assert!(said.contains("ok"), "{said}");
+    for (z, out) in [(&direct, "from-direct"), (&via, "from-via")] {
+        let back = d.path().join(out);
+        ok(&["convert", s(z), s(&back)]);
+        same_files(&folder, &back, &["a.ra", "b.ra", "c.ra"]);
+    }
+}
+
+/// A dataset's variables keep their trailers through a Zarr group byte for byte:
+/// labeled ones (`dimcoords`, `name` and attributes, as `rastore.write` of a Dataset
+/// puts them, with a float JSON spells otherwise), and ones without labels, with
+/// attributes or with no trailer. The trailer rides beside the Zarr metadata, not
+/// among the attributes xarray shows.
+#[test]
+fn a_folder_through_zarr_and_back_is_the_same_files() {
+    let d = tmp();
+    let run = d.path().join("run");
+    std::fs::create_dir_all(run.join("coils")).unwrap();
+    let temp = "---\nndarrays:\n  data:\n    shape:\n      - 2\n      - 3\n    \
+                type: float32\n    attributes:\n      units: K\n      scale: 1e-5\n      \
+                _FillValue: .nan\n    storage:\n      format: RawArray\n      \
+                endian: little\n      order: column-major\n      data_offset: 56\n      \
+                size: 24\n    dimcoords:\n      - name: y\n      - name: x\n    name: temp\n";
+    let a = rastore::ndarray::Array2::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f32);
+    rastore::WriteOptions::new()
+        .metadata(temp)
+        .write(run.join("temp.ra"), &a)
+        .unwrap();
+    variable(&run.join("plain.ra"), 4);
+    ok(&["meta", s(&run.join("plain.ra")), "--set-attr", "units=m"]);
+    variable(&run.join("coils/c0.ra"), 3);
+    let z = d.path().join("run.zarr");
+    ok(&["convert", s(&run), s(&z)]);
+    let back = d.path().join("back");
+    ok(&["convert", s(&z), s(&back)]);
+    same_files(&run, &back, &["temp.ra", "plain.ra", "coils/c0.ra"]);
+    if python_has("numpy, zarr, xarray") {
+        let said = python(&[
+            "-c",
+            "import sys, warnings, xarray as xr\nwarnings.simplefilter('ignore')\n\
+             ds = xr.open_zarr(sys.argv[1])\n\
+             print(sorted(ds['temp'].attrs.items()), ds['temp'].dims, ds['plain'].attrs)",
+            s(&z),
+        ]);
+        assert!(
+            said.contains("[('scale', 1e-05), ('units', 'K')] ('y', 'x') {'units': 'm'}"),
+            "{said}"
+        );
+    }
 }

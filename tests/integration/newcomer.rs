@@ -337,7 +337,8 @@ fn reshape_updates_the_ndl_shape() {
     }
 }
 
-/// 10: an .npz of one array converts to a .ra file; of several, to a folder only.
+/// 10: an .npz of one array converts to a .ra file; of several, to a folder (or a Zarr
+/// group, `dataset.rs`) only.
 #[test]
 fn npz_to_a_ra_file_or_a_folder() {
     if !python_has("numpy") {

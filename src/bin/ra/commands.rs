@@ -148,7 +148,7 @@ pub struct ReshapeArgs {
 pub struct ConvertArgs {
     /// Input: .ra, .npy, .png, .npz (an archive of .npy files), a .zarr array or group (v3 or v2; a folder or s3://bucket/x.zarr), or a dataset folder of .ra files.
     input: PathBuf,
-    /// Output: .ra, .npy or .png; .zarr, a Zarr v3 group as xarray opens it (of the one array, named after the input; of a dataset's variables); a folder, for a dataset or Zarr group's arrays (one NAME.ra each) or an .npz's members; .npz, of a dataset's arrays.
+    /// Output: .ra, .npy or .png; .zarr, a Zarr v3 group as xarray opens it (of the one array, named after the input; of a dataset's variables or an .npz's members); a folder, for a dataset or Zarr group's arrays (one NAME.ra each) or an .npz's members; .npz, of a dataset's arrays.
     output: PathBuf,
     /// Write one array into .zarr as a bare Zarr array, not as the one member of a group.
     #[cfg(feature = "zarr")]

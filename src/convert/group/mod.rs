@@ -1,15 +1,17 @@
 //! Many arrays at once, the engine's [`copy`] for each: a dataset folder (FORMAT.md
-//! §10), a Zarr group (v3 or v2, as xarray's `to_zarr` writes it) or one array, into a
-//! dataset folder or a Zarr v3 group as xarray's `open_zarr` reads it: every dim named,
-//! `_FillValue` where xarray keeps it, attributes, and each group's members' metadata
-//! consolidated in its `zarr.json`. A local output is built beside its name and moved
-//! into place whole; on any failure nothing is left.
+//! §10), a Zarr group (v3 or v2, as xarray's `to_zarr` writes it), an `.npz` archive or
+//! one array, into a dataset folder or a Zarr v3 group as xarray's `open_zarr` reads
+//! it: every dim named, `_FillValue` where xarray keeps it, attributes, and each group's
+//! members' metadata consolidated in its `zarr.json`. A local output is built beside
+//! its name and moved into place whole; on any failure nothing is left.
 //!
 //! Sub-folders of a dataset are sub-groups, and the other way round; a dataset's
-//! `dataset.yaml` attributes are its group's. A dataset's variables keep no RawArray
-//! trailer whole: their labels and attributes, which is all such a trailer holds, are
-//! the array's Zarr metadata, and come back from it. One array keeps its trailer, as a
-//! bare array does ([`ConvertOptions::zarr_array`]), so that it converts back the same.
+//! `dataset.yaml` attributes are its group's. A dataset's variables have their labels
+//! and attributes as the array's Zarr metadata, and their whole trailer beside it, in
+//! an extension field xarray does not show, so that they convert back the same bytes
+//! (a trailer whose attributes were changed in Zarr is made anew from the metadata).
+//! One array keeps its trailer among its attributes, as a bare array does
+//! ([`ConvertOptions::zarr_array`]).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -26,7 +28,7 @@ use super::{Converted, Source};
 use crate::error::{io_at, Error, ErrorKind, Result};
 use crate::formats::npz::NpzWriter;
 use crate::formats::zarr::group::{self, Node};
-use crate::formats::zarr::meta::{json_of_yaml, yaml_of_json};
+use crate::formats::zarr::meta::{json_of_yaml, yaml_of_json, Reading};
 use crate::formats::zarr::Location;
 use crate::layout::Progress;
 use crate::replace::NewFolder;
@@ -109,6 +111,13 @@ pub(super) fn source_into_group(
 enum Member {
     /// A dataset's variable, a `.ra`.
     Variable(PathBuf),
+    /// A member of an `.npz` archive (`archive`); a deflated one is inflated into the
+    /// folder `scratch` first.
+    Npz {
+        archive: PathBuf,
+        member: crate::formats::npz::Member,
+        scratch: PathBuf,
+    },
     /// One array: anything [`open`](super::open()) opens.
     One(PathBuf),
     /// One array already open (held in memory), taken when it is copied.
@@ -163,6 +172,21 @@ impl Tree {
         }
     }
 
+    /// The tree of the arrays of the archive `input`, each named as it was saved; a
+    /// deflated member is inflated into the folder `scratch` when it is read.
+    pub fn of_npz(input: &Path, scratch: &Path) -> Result<Tree> {
+        let mut tree = Tree::new("an .npz", Map::new());
+        for (name, member) in super::npz::members(input)? {
+            let m = Member::Npz {
+                archive: input.to_path_buf(),
+                member,
+                scratch: scratch.to_path_buf(),
+            };
+            tree.arrays.push((name, m));
+        }
+        Ok(tree)
+    }
+
     /// One array, named `name`, in a group of its own.
     pub fn one(input: &Path, name: String) -> Tree {
         let mut tree = Tree::new("one array", Map::new());
@@ -173,7 +197,7 @@ impl Tree {
     /// Its one array, opened; several are refused, named, with what to do instead.
     pub fn only(&self, input: &Path, options: &ConvertOptions) -> Result<Box<dyn Source>> {
         match self.arrays.as_slice() {
-            [(_, m)] => open_member(m, options),
+            [(name, m)] => open_member(name, m, Alone::Yes, options),
             [] => Err(Error::from(ErrorKind::InvalidArgument(format!(
                 "{} with no arrays",
                 self.kind
@@ -233,10 +257,10 @@ impl Tree {
         let mut result = Converted::default();
         let mut overall = Overall::default();
         for (name, m) in &self.arrays {
-            let source = open_member(m, options)?;
+            let source = open_member(name, m, Alone::No, options)?;
             let sink = if zarr {
                 let at = Location::Local(top.join(name));
-                super::zarr::create(&at, source.desc().clone(), &xarray(options, m))?
+                super::zarr::create(&at, source.desc().clone(), &xarray(options, name, m))?
             } else {
                 let path = top.join(format!("{name}.ra"));
                 super::local::create_local(&path, source.desc().clone(), options)?
@@ -276,7 +300,7 @@ impl Tree {
             let mut result = Converted::default();
             let mut overall = Overall::default();
             for (name, m) in &self.arrays {
-                let source = open_member(m, options)?;
+                let source = open_member(name, m, Alone::No, options)?;
                 let (scratch, _gone) = super::npz::scratch(dir, "npy");
                 let sink = super::local::create_local(&scratch, source.desc().clone(), options)?;
                 result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
@@ -406,16 +430,41 @@ fn upload(
     .at(output))
 }
 
-/// `options` for the array `m` of a group: its Zarr metadata as xarray reads it; a
-/// dataset's variable keeps no whole trailer (its labels and attributes are all it
-/// holds), one array keeps it, as a bare array does.
-fn xarray(options: &ConvertOptions, m: &Member) -> ConvertOptions {
-    options
-        .clone()
-        .zarr_xarray(matches!(m, Member::Variable(_)))
+/// The name of the array at `path` in its tree (`x` for `sub/x`): a dataset's
+/// variable's, after which the dims it has no labels for are named.
+fn variable(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
-fn open_member(m: &Member, options: &ConvertOptions) -> Result<Box<dyn Source>> {
+/// `options` for the array `m` at `name` of a group: its Zarr metadata as xarray reads
+/// it. A dataset's variable (every array of a tree but one array on its own) has the
+/// dims it has no labels for named after it ([`crate::ndl::unlabeled_dims`]) and its
+/// trailer kept aside, where xarray does not see it; one array keeps its trailer among
+/// its attributes, as a bare array does.
+fn xarray(options: &ConvertOptions, name: &str, m: &Member) -> ConvertOptions {
+    let variable = match m {
+        Member::One(_) | Member::Given(_) => None,
+        _ => Some(variable(name)),
+    };
+    options.clone().zarr_xarray(variable)
+}
+
+/// Whether an array of a tree is read as one array on its own (the only one of its
+/// tree, into one output) or as one of a dataset's variables.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Alone {
+    Yes,
+    No,
+}
+
+/// The array `m` at `name` of a tree, opened; a Zarr array read as `alone` says
+/// ([`Reading`]).
+fn open_member(
+    name: &str,
+    m: &Member,
+    alone: Alone,
+    options: &ConvertOptions,
+) -> Result<Box<dyn Source>> {
     match m {
         Member::Variable(p) | Member::One(p) => super::open(p, options),
         Member::Given(source) => source
@@ -427,9 +476,22 @@ fn open_member(m: &Member, options: &ConvertOptions) -> Result<Box<dyn Source>> 
                     "an array given in memory is copied once".into(),
                 ))
             }),
-        Member::Zarr(p) => Ok(Box::new(super::zarr::ZarrSource::open_member(
-            &options.zarr_at(p),
+        Member::Npz {
+            archive,
+            member,
+            scratch,
+        } => Ok(Box::new(super::npz::MemberSource::open(
+            archive, member, scratch,
         )?)),
+        Member::Zarr(p) => {
+            let v = variable(name).to_string();
+            let reading = match alone {
+                Alone::Yes => Reading::OnlyOf(v),
+                Alone::No => Reading::Variable(v),
+            };
+            let source = super::zarr::ZarrSource::open_member(&options.zarr_at(p), reading)?;
+            Ok(Box::new(source))
+        }
     }
 }
 

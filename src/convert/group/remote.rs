@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde_json::Map;
 
-use super::{attributes_doc, attributes_map, open_member, xarray, Member, Node, Tree};
+use super::{attributes_doc, attributes_map, open_member, xarray, Alone, Member, Node, Tree};
 use crate::convert::options::{is_zarr, ConvertOptions};
 use crate::convert::plan::Overall;
 use crate::convert::Converted;
@@ -152,7 +152,7 @@ pub(super) fn upload_folder(
         let mut result = Converted::default();
         let mut overall = Overall::default();
         for (name, m) in &tree.arrays {
-            let source = open_member(m, options)?;
+            let source = open_member(name, m, Alone::No, options)?;
             let to = format!("{base}/{name}.ra");
             let sink = crate::convert::create(Path::new(&to), source.desc().clone(), options)?;
             result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
@@ -215,10 +215,13 @@ pub(super) fn upload_group(
         let mut docs = BTreeMap::new();
         let mut overall = Overall::default();
         for (name, m) in &tree.arrays {
-            let source = open_member(m, options)?;
+            let source = open_member(name, m, Alone::No, options)?;
             let to = at(name);
-            let sink =
-                crate::convert::zarr::create(&to, source.desc().clone(), &xarray(options, m))?;
+            let sink = crate::convert::zarr::create(
+                &to,
+                source.desc().clone(),
+                &xarray(options, name, m),
+            )?;
             result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
             docs.insert(name.clone(), group::read_doc(&to)?);
         }

@@ -117,12 +117,14 @@ fn v2_dtype(h: &Header, t: &ZarrType) -> Option<Value> {
 }
 
 /// The file of `header` and `trailer` (named `shown`) as a Zarr array of chunks of
-/// `frames` frames (default: see the module).
+/// `frames` frames (default: see the module); as the `variable` of a dataset, the dims
+/// it has no labels for are named after it ([`crate::ndl::unlabeled_dims`]).
 pub fn in_place(
     header: &Header,
     trailer: &[u8],
     frames: Option<u64>,
     shown: &Path,
+    variable: Option<&str>,
 ) -> Result<InPlace> {
     describe(
         header,
@@ -130,6 +132,7 @@ pub fn in_place(
         frames,
         shown,
         (header.data_offset(), false),
+        variable,
     )
 }
 
@@ -148,17 +151,26 @@ pub fn in_place_npy(nh: &NpyHeader, frames: Option<u64>, shown: &Path) -> Result
         Vec::new()
     };
     let c_order = !nh.fortran_order && nh.shape.len() > 1;
-    describe(&header, &trailer, frames, shown, (nh.data_offset, c_order))
+    describe(
+        &header,
+        &trailer,
+        frames,
+        shown,
+        (nh.data_offset, c_order),
+        None,
+    )
 }
 
 /// The data of `header` and `trailer`, at `offset` of the file `shown`, column-major
-/// or (`c_order`) in C order, as a Zarr array of chunks of `frames` frames.
+/// or (`c_order`) in C order, as a Zarr array of chunks of `frames` frames; as the
+/// `variable` of a dataset, if it is one.
 fn describe(
     header: &Header,
     trailer: &[u8],
     frames: Option<u64>,
     shown: &Path,
     (offset, c_order): (u64, bool),
+    variable: Option<&str>,
 ) -> Result<InPlace> {
     let refuse = |why: String| Error::from(ErrorKind::Unsupported(why)).at(shown);
     if let Some(why) = refusal(header) {
@@ -192,7 +204,8 @@ fn describe(
     }
     // Zarr has no chunk of extent 0: an empty axis is one of extent 1.
     let chunk: Vec<u64> = chunk.iter().map(|&c| c.max(1)).collect();
-    let names = crate::ndl::dimension_names(trailer, n).unwrap_or_else(|| meta::default_names(n));
+    let names = crate::ndl::dimension_names(trailer, n)
+        .unwrap_or_else(|| crate::ndl::unlabeled_dims(n, variable));
     let mut attributes = meta::attributes_of_trailer(trailer);
     // The whole trailer rides along when a conversion copies the data (so that it
     // converts back); a view of the file in place has the file.
@@ -367,7 +380,7 @@ mod tests {
     #[test]
     fn a_short_last_chunk_is_inline_and_no_range_passes_the_data() {
         let h = Header::new(crate::DType::U16, &[3, 2, 5]).unwrap();
-        let p = in_place(&h, &[], Some(2), Path::new("x.ra")).unwrap();
+        let p = in_place(&h, &[], Some(2), Path::new("x.ra"), None).unwrap();
         assert_eq!((p.count, p.chunk_bytes), (3, 24));
         assert_eq!(p.range(2), 72 + 48..72 + 60);
         assert_eq!(p.chunk_of_key_v3("c/0/0/2"), Some(2));

@@ -518,6 +518,22 @@ pub(crate) fn yaml_of_json(v: &Value) -> Yaml {
     }
 }
 
+/// Keeps `kept`, the value of a [`TRAILER_KEY`] attribute, in the extension field of
+/// that name of the array's `zarr.json` `doc` instead: `{"must_understand": false,
+/// "trailer": kept}`, which Zarr v3 readers skip (zarr-python keeps it as an extra
+/// field) and xarray does not show.
+pub(super) fn put_trailer_aside(doc: &mut Value, kept: Value) {
+    doc[TRAILER_KEY] = json!({"must_understand": false, "trailer": kept});
+}
+
+/// Takes the extension field [`put_trailer_aside`] writes out of the `zarr.json`
+/// `doc`, and gives the trailer as the attribute [`TRAILER_KEY`] holds it, if there is
+/// one.
+pub(super) fn take_trailer_aside(doc: &mut Value) -> Option<Value> {
+    let field = doc.as_object_mut()?.remove(TRAILER_KEY)?;
+    field.get("trailer").cloned()
+}
+
 /// The trailer kept under [`TRAILER_KEY`], if there is one.
 fn kept_trailer(attrs: &Map<String, Value>) -> Option<Vec<u8>> {
     match attrs.get(TRAILER_KEY)? {
@@ -532,14 +548,51 @@ fn kept_trailer(attrs: &Map<String, Value>) -> Option<Vec<u8>> {
     }
 }
 
+/// How a Zarr array is read, which says which of its dimension names are the ones
+/// rastore gives the dims of an array without labels ([`crate::ndl::unlabeled_dims`]),
+/// and so stand for none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading {
+    /// An array on its own: `dim_0`, … are no labels.
+    Alone,
+    /// The one array of a group, named `VAR`, read as one array: `dim_0`, … and
+    /// `VAR_dim_0`, … are no labels.
+    OnlyOf(String),
+    /// The variable `VAR` of a group read as a dataset: `VAR_dim_0`, … are no labels,
+    /// and `dim_0`, … are dims xarray named, which its variables may share.
+    Variable(String),
+}
+
+impl Reading {
+    /// Whether `names` are those of dims without labels.
+    fn unlabeled(&self, names: &[String]) -> bool {
+        let n = names.len();
+        let plain = || names == crate::ndl::unlabeled_dims(n, None);
+        let own = |v: &str| names == crate::ndl::unlabeled_dims(n, Some(v));
+        match self {
+            Reading::Alone => plain(),
+            Reading::OnlyOf(v) => plain() || own(v),
+            Reading::Variable(v) => own(v),
+        }
+    }
+
+    /// The dimension names that are labels: `names`, unless they stand for none.
+    pub fn labels(&self, names: Option<&[String]>) -> Option<Vec<String>> {
+        names.filter(|n| !self.unlabeled(n)).map(<[String]>::to_vec)
+    }
+}
+
 /// The trailer of the `.ra` made from a Zarr array with `attrs` and dimension
-/// `names`, for elements of `header` (with `descr` for user types): the trailer kept
-/// under [`TRAILER_KEY`] when the other attributes and the names are still the ones it
-/// holds; else an NDL document with them (the names as `dimcoords`, and the compound of
-/// a structured type); empty when there is nothing to keep.
+/// `names`, read as `reading` says, for elements of `header` (with `descr` for user
+/// types): the trailer kept under [`TRAILER_KEY`] (an attribute, or kept aside) when
+/// the other attributes and the names are still the ones it holds (names it had none
+/// for being the ones rastore gives such dims); else an NDL document with them (the
+/// labels as `dimcoords`, with the array's name in its group as `name`, and the
+/// compound of a structured type); empty when there is nothing to keep.
 pub fn trailer_of_attributes(
     attrs: &Map<String, Value>,
     names: Option<&[String]>,
+    reading: &Reading,
     header: &crate::Header,
     descr: Option<&Descr>,
 ) -> Vec<u8> {
@@ -555,21 +608,31 @@ pub fn trailer_of_attributes(
             .collect::<Map<_, _>>()
             == others;
         let kept_names = crate::ndl::dimension_names(&kept, header.ndims());
-        if same_attributes && (names.is_none() || kept_names.as_deref() == names) {
+        let same_names = match (names, kept_names.as_deref()) {
+            (None, _) => true,
+            (Some(n), Some(k)) => n == k,
+            (Some(n), None) => reading.unlabeled(n),
+        };
+        if same_attributes && same_names {
             return kept;
         }
     }
+    let names = reading.labels(names);
+    let names = names.as_deref();
     if others.is_empty() && descr.is_none() && names.is_none() {
         return Vec::new();
     }
     let attributes = (!others.is_empty()).then(|| yaml_of_json(&Value::Object(others)));
     match names {
-        Some(names) => crate::ndl::labeled_trailer(
-            header,
-            descr,
-            attributes.unwrap_or(Yaml::Hash(Hash::new())),
-            vec![crate::ndl::dimcoords(names)],
-        ),
+        Some(names) => {
+            // Its name beside its dims, as a dataset's variable's trailer has it.
+            let mut extra = vec![crate::ndl::dimcoords(names)];
+            if let Reading::OnlyOf(v) | Reading::Variable(v) = reading {
+                extra.push(("name".into(), Yaml::String(v.clone())));
+            }
+            let attributes = attributes.unwrap_or(Yaml::Hash(Hash::new()));
+            crate::ndl::labeled_trailer(header, descr, attributes, extra)
+        }
         None => {
             let doc = crate::ndl::document(None, header, descr, attributes);
             crate::ndl::to_text(&doc).into_bytes()
@@ -578,21 +641,15 @@ pub fn trailer_of_attributes(
 }
 
 /// The dimension names of a Zarr array: v3's `dimension_names` (all of them named),
-/// or xarray's `_ARRAY_DIMENSIONS` attribute of a v2 array. `dim_0`, `dim_1`, …, what
-/// rastore and xarray call the dims of an array without labels, are none.
+/// or xarray's `_ARRAY_DIMENSIONS` attribute of a v2 array. Which are labels, and which
+/// stand for none, [`Reading::labels`] says.
 pub fn dimension_names(names: &Value, ndims: usize) -> Option<Vec<String>> {
     let names: Vec<String> = names
         .as_array()?
         .iter()
         .map(|n| n.as_str().map(str::to_string))
         .collect::<Option<_>>()?;
-    let unlabeled = names == default_names(ndims);
-    (names.len() == ndims && !unlabeled).then_some(names)
-}
-
-/// The names of the dims of an array without labels: `dim_0`, `dim_1`, ….
-pub fn default_names(ndims: usize) -> Vec<String> {
-    (0..ndims).map(|k| format!("dim_{k}")).collect()
+    (names.len() == ndims).then_some(names)
 }
 
 /// A `_FillValue` attribute (xarray's, CF's) taken out of `attrs`, as Zarr holds it:
@@ -774,18 +831,52 @@ mod tests {
     }
 
     #[test]
+    fn which_dimension_names_stand_for_no_labels() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (plain, own) = (names(&["dim_0", "dim_1"]), names(&["a_dim_0", "a_dim_1"]));
+        let alone = Reading::Alone;
+        let only = Reading::OnlyOf("a".into());
+        let variable = Reading::Variable("a".into());
+        assert_eq!(alone.labels(Some(&plain)), None);
+        assert_eq!(alone.labels(Some(&own)), Some(own.clone()));
+        assert_eq!(only.labels(Some(&plain)), None);
+        assert_eq!(only.labels(Some(&own)), None);
+        // In a dataset, xarray's dim_0 is a label its variables share.
+        assert_eq!(variable.labels(Some(&plain)), Some(plain.clone()));
+        assert_eq!(variable.labels(Some(&own)), None);
+        assert_eq!(Reading::Variable("b".into()).labels(Some(&own)), Some(own));
+        assert_eq!(variable.labels(None), None);
+    }
+
+    #[test]
     fn the_trailer_comes_back_whole_unless_its_attributes_changed() {
         let h = crate::Header::new(DType::F32, &[2]).unwrap();
         let t = crate::ndl::edit_attributes(&h, b"", &[("units".into(), "m".into())], &[]).unwrap();
         let mut attrs = attributes_of_trailer(&t);
         assert_eq!(attrs["units"], json!("m"));
-        assert_eq!(trailer_of_attributes(&attrs, None, &h, None), t);
+        assert_eq!(
+            trailer_of_attributes(&attrs, None, &Reading::Alone, &h, None),
+            t
+        );
         attrs.insert("units".into(), json!("km"));
-        let changed = String::from_utf8(trailer_of_attributes(&attrs, None, &h, None)).unwrap();
+        let changed = String::from_utf8(trailer_of_attributes(
+            &attrs,
+            None,
+            &Reading::Alone,
+            &h,
+            None,
+        ))
+        .unwrap();
         assert!(changed.contains("units: km"), "{changed}");
         assert!(attributes_of_trailer(b"\xff\x00").contains_key(TRAILER_KEY));
         assert_eq!(
-            trailer_of_attributes(&attributes_of_trailer(b"\xff\x00"), None, &h, None),
+            trailer_of_attributes(
+                &attributes_of_trailer(b"\xff\x00"),
+                None,
+                &Reading::Alone,
+                &h,
+                None
+            ),
             b"\xff\x00"
         );
     }

@@ -11,7 +11,7 @@ use zarrs::array::{
 use zarrs::plugin::{ExtensionName, ZarrVersion};
 use zarrs::storage::ReadableWritableStorageTraits;
 
-use super::meta::{self, Elem};
+use super::meta::{self, Elem, Reading};
 use super::numcodecs;
 use super::store::{self, Location, Store};
 use super::{bytes_of, refuse, zarr_err, GridIndices, Region};
@@ -35,6 +35,8 @@ pub struct ZarrInput {
     attributes: Map<String, Value>,
     /// The dimension names (v3 `dimension_names`, v2 `_ARRAY_DIMENSIONS`).
     names: Option<Vec<String>>,
+    /// How it is read: which of its names stand for no labels.
+    reading: Reading,
     /// The codecs of a v2 array that rastore undoes itself (numcodecs' `lz4`, `delta`),
     /// with the chunks' order (F) and byte order (big) that zarrs then does not undo.
     own: Option<(numcodecs::Chain, bool, bool)>,
@@ -123,7 +125,9 @@ impl ZarrInput {
                                 storage: store.storage.clone(),
                                 node,
                             };
-                            Self::open_in(store, shown.join(name), true)
+                            let mut only = Self::open_in(store, shown.join(&name), true)?;
+                            only.reading = Reading::OnlyOf(name);
+                            Ok(only)
                         }
                         (Ok(_), true) => Err(zarr_err(&shown, None, "a group in a group")),
                         (Err(why), _) => Err(zarr_err(&shown, None, why)),
@@ -143,6 +147,10 @@ impl ZarrInput {
                 let mut attributes = v["attributes"].as_object().cloned().unwrap_or_default();
                 if let Elem::Plain(d) = elem {
                     meta::decode_fill_attribute(&mut attributes, d);
+                }
+                // A trailer kept aside counts as one kept among the attributes.
+                if let Some(kept) = meta::take_trailer_aside(&mut v) {
+                    attributes.entry(meta::TRAILER_KEY).or_insert(kept);
                 }
                 let names = meta::dimension_names(&v["dimension_names"], dims.len());
                 numcodecs::fill_in_v3(&mut v);
@@ -223,6 +231,7 @@ impl ZarrInput {
             chunk,
             attributes,
             names,
+            reading: Reading::Alone,
             own,
             column_major,
             zstd_only,
@@ -243,6 +252,12 @@ impl ZarrInput {
             };
             self.attributes.entry("_FillValue").or_insert(fill);
         }
+    }
+
+    /// Reads it as `reading` says (by default [`Reading::Alone`]): which of its
+    /// dimension names stand for no labels.
+    pub fn read_as(&mut self, reading: Reading) {
+        self.reading = reading;
     }
 
     /// The array's shape.
@@ -267,6 +282,7 @@ impl ZarrInput {
         Ok(meta::trailer_of_attributes(
             &self.attributes,
             self.names.as_deref(),
+            &self.reading,
             &header,
             self.elem.descr(),
         ))

@@ -29,12 +29,18 @@ pub struct ZarrOptions {
     /// Replace an existing array.
     pub overwrite: bool,
     /// Metadata as xarray's Zarr backend reads a group's arrays: every dim named
-    /// (`dim_0`, … where the trailer names none), and a `_FillValue` attribute as the
-    /// array's `fill_value` and as xarray's v3 attribute.
+    /// (where the trailer names none, as [`crate::ndl::unlabeled_dims`] names them:
+    /// after [`variable`](Self::variable)), and a `_FillValue` attribute as the array's
+    /// `fill_value` and as xarray's v3 attribute.
     pub xarray: bool,
-    /// Keep no whole trailer ([`meta::TRAILER_KEY`]): the labels and attributes, which
-    /// the array's metadata holds, are all it has (a dataset's variable).
-    pub drop_trailer: bool,
+    /// The array is the variable of this name of a dataset's group (not one array on
+    /// its own): the dims it has no labels for are named after it.
+    pub variable: Option<String>,
+    /// Keep the whole trailer beside the attributes, not among them: in the extension
+    /// field [`meta::TRAILER_KEY`] of `zarr.json`, which Zarr readers skip and xarray
+    /// does not show (a dataset's variable, whose labels and attributes the metadata
+    /// holds already), rather than as the attribute of that name.
+    pub trailer_aside: bool,
 }
 
 /// Sets `doc`'s `fill_value` and `_FillValue` attribute to `fill`
@@ -142,16 +148,22 @@ impl ZarrWriter {
         let mut attributes = meta::attributes_of_trailer(trailer);
         let mut names = crate::ndl::dimension_names(trailer, dims.len());
         let mut fill = None;
-        if options.drop_trailer {
-            attributes.remove(meta::TRAILER_KEY);
-        }
+        let aside = match options.trailer_aside {
+            true => attributes.remove(meta::TRAILER_KEY),
+            false => None,
+        };
         if options.xarray {
             fill = meta::fill_value(&mut attributes, dtype);
-            names.get_or_insert_with(|| meta::default_names(dims.len()));
+            names.get_or_insert_with(|| {
+                crate::ndl::unlabeled_dims(dims.len(), options.variable.as_deref())
+            });
         }
         let big = cfg!(target_endian = "big");
         let mut doc = metadata(&dims, &chunk, &t, big, options.codec, attributes, names);
         set_fill(&mut doc, fill.as_ref());
+        if let Some(kept) = aside {
+            meta::put_trailer_aside(&mut doc, kept);
+        }
         let placing = prepare(output, options.overwrite)?;
         let dir = placing.as_ref().map(|f| f.path().to_path_buf());
         let store = store::open(output, dir.as_deref())?;
