@@ -63,12 +63,8 @@ impl MemberSource {
                 _scratch: None,
             });
         }
-        let (temporary, out) = Temporary::create(
-            scratch,
-            |unique| format!(".rastore-npz-{unique}.npy"),
-            |p| File::create_new(p),
-        )
-        .map_err(io_at("create a scratch file", scratch))?;
+        let (temporary, out) = self::scratch(scratch, "npy", |p| File::create_new(p))
+            .map_err(io_at("create a scratch file", scratch))?;
         let scratch = temporary.path();
         let mut w = std::io::BufWriter::new(out);
         npz::extract(&file, len, m, path, &mut w).at(path)?;
@@ -82,15 +78,14 @@ impl MemberSource {
     }
 }
 
-/// A new scratch file's name in the folder `dir` (hidden, ending `.ext`), reserved
-/// for a writer to make there: a [`Temporary`], removed when dropped.
-pub(super) fn scratch(dir: &Path, ext: &str) -> std::io::Result<Temporary> {
-    Temporary::create(
-        dir,
-        |unique| format!(".rastore-npz-{unique}.{ext}"),
-        |_| Ok(()),
-    )
-    .map(|(t, ())| t)
+/// A new scratch file in the folder `dir` (hidden, its name ending `.ext`), made by
+/// `make` (or left for a writer to make): a [`Temporary`], removed when dropped.
+pub(super) fn scratch<T>(
+    dir: &Path,
+    ext: &str,
+    make: impl FnMut(&Path) -> std::io::Result<T>,
+) -> std::io::Result<(Temporary, T)> {
+    Temporary::create(dir, |unique| format!(".rastore-npz-{unique}.{ext}"), make)
 }
 
 impl Source for MemberSource {

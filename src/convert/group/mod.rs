@@ -261,7 +261,8 @@ impl Tree {
             let mut overall = Overall::default();
             for (name, m) in &self.arrays {
                 let source = open_member(m, options)?;
-                let temporary = super::npz::scratch(dir, "npy").map_err(io_at("create", output))?;
+                let (temporary, ()) = super::npz::scratch(dir, "npy", |_| Ok(()))
+                    .map_err(io_at("create a scratch file", dir))?;
                 let scratch = temporary.path();
                 let sink = super::local::create_local(scratch, source.desc().clone(), options)?;
                 result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
