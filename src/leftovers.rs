@@ -11,7 +11,8 @@
 //!   lock it can take ([`remove_stale`]): their writers are dead. No process id is
 //!   read, so a reused one fools nothing; a live writer's lock is refused.
 //! - The process lists its temporaries while they live: on an interrupt,
-//!   [`exit_removing_temporaries`] removes them all and ends the process. A writer that makes or writes a
+//!   [`exit_removing_temporaries`] removes them all and ends the process (`ra` does
+//!   so on SIGINT and SIGTERM, [`exit_on_interrupt`]). A writer that makes or writes a
 //!   temporary by its name does so under [`writing`], so that the removal waits for
 //!   the writes under way and no write starts after it: none makes the folder again.
 //!
@@ -269,6 +270,29 @@ pub fn exit_removing_temporaries(code: i32) -> ! {
         let _ = fs::remove_file(&l.lock);
     }
     std::process::exit(code)
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP (Ctrl-C, Ctrl-Break, and a console closed, logged
+/// off or shut down on Windows) end the process through [`exit_removing_temporaries`],
+/// with the status shells give a process those signals end: 130, 143, 129 (on
+/// Windows, `STATUS_CONTROL_C_EXIT`, `0xC000013A`). A signal the process was started
+/// ignoring (`nohup`, a background job) stays ignored. A second signal while the
+/// first one's removal runs ends the process at once. For programs (such as `ra`):
+/// a library leaves signals to the program it is in.
+#[cfg(feature = "signals")]
+pub fn exit_on_interrupt() -> crate::Result<()> {
+    sys::on_interrupt(interrupted).map_err(|e| crate::Error::io("handle signals", e))
+}
+
+/// A signal's handling (on a thread of its own): the first removes the temporaries
+/// and ends the process, a later one ends it at once.
+#[cfg(feature = "signals")]
+fn interrupted(code: i32) {
+    static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if STARTED.swap(true, Ordering::SeqCst) {
+        std::process::exit(code);
+    }
+    exit_removing_temporaries(code)
 }
 
 #[cfg(test)]
