@@ -1,20 +1,21 @@
 //! Temporary outputs, and what becomes of them when their writer stops before it is
 //! done. Every hidden name an output is built under beside its final one (a Zarr
 //! store's folder, a file where the platform has no unnamed files, a scratch `.npy`)
-//! is a [`Temporary`]:
+//! is a `Temporary`:
 //!
 //! - Beside it, a lock file (its name and `.lock`) says what it is and is locked by
-//!   the writer ([`sys::try_lock`]: `flock`, `LockFileEx`) for as long as the writer
+//!   the writer (`flock`, `LockFileEx`: the append lock's) for as long as the writer
 //!   lives. The operating system drops the lock when the process ends, however it
 //!   ends: a `kill -9`, a crash, a power loss.
 //! - The first temporary a process makes in a folder first removes those there whose
-//!   lock it can take ([`remove_stale`]): their writers are dead. No process id is
+//!   lock it can take (`remove_stale`): their writers are dead. No process id is
 //!   read, so a reused one fools nothing; a live writer's lock is refused.
 //! - The process lists its temporaries while they live: on an interrupt,
 //!   [`exit_removing_temporaries`] removes them all and ends the process (`ra` does
-//!   so on SIGINT and SIGTERM, [`exit_on_interrupt`]). A writer that makes or writes a
-//!   temporary by its name does so under [`writing`], so that the removal waits for
-//!   the writes under way and no write starts after it: none makes the folder again.
+//!   so on SIGINT and SIGTERM: `exit_on_interrupt`, feature `signals`). A writer that
+//!   makes or writes a temporary by its name does so under `writing`, so that the
+//!   removal waits for the writes under way and no write starts after it: none makes
+//!   the folder again.
 //!
 //! Where the file system has no locks (some network file systems), temporaries are
 //! made unlocked and no process removes another's.
@@ -228,7 +229,7 @@ fn sweep_once(dir: &Path) {
 /// of rastore's whose lock can be taken, and then that lock file. The temporaries of
 /// live writers, this process's among them, and files that merely end in `.lock`
 /// are left. Gives the temporaries removed.
-pub fn remove_stale(dir: &Path) -> io::Result<Vec<PathBuf>> {
+pub(crate) fn remove_stale(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     for entry in fs::read_dir(dir)?.flatten() {
         let name = entry.file_name();
