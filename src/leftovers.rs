@@ -20,12 +20,13 @@
 //! Where the file system has no locks (some network file systems), temporaries are
 //! made unlocked and no process removes another's.
 
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{LazyLock, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard};
 
 use crate::sys;
 
@@ -45,7 +46,7 @@ static GATE: RwLock<()> = RwLock::new(());
 static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
 
 /// The folders this process has removed stale temporaries from.
-static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static SWEPT: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Mutex::default);
 
 /// Numbers the temporaries of this process.
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -172,13 +173,18 @@ impl Temporary {
 }
 
 impl Drop for Temporary {
+    /// Removes the temporary, and then its lock file; one that cannot be removed
+    /// (Windows: a file open elsewhere) keeps its lock file, for the next writer in the
+    /// folder to remove both once this process has ended.
     fn drop(&mut self) {
         let _writing = writing();
-        let _ = remove(&self.path);
+        let removed = remove(&self.path).is_ok();
         LIVE.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|l| l.id != self.id);
-        let _ = fs::remove_file(&self.lock);
+        if removed {
+            let _ = fs::remove_file(&self.lock);
+        }
     }
 }
 
@@ -216,13 +222,13 @@ fn claim(lock: &Path) -> io::Result<Option<File>> {
 
 /// [`remove_stale`] of `dir`, the first time this process makes a temporary there.
 fn sweep_once(dir: &Path) {
-    let mut swept = SWEPT.lock().unwrap_or_else(PoisonError::into_inner);
-    if swept.iter().any(|d| d == dir) {
-        return;
+    let first = SWEPT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(dir.to_path_buf());
+    if first {
+        let _ = remove_stale(dir);
     }
-    swept.push(dir.to_path_buf());
-    drop(swept);
-    let _ = remove_stale(dir);
 }
 
 /// Removes the temporaries in `dir` whose writers are dead: each that has a lock file
@@ -262,13 +268,16 @@ pub(crate) fn remove_stale(dir: &Path) -> io::Result<Vec<PathBuf>> {
 
 /// Removes every temporary of this process, then ends it with the exit status `code`:
 /// for a process being interrupted. Writes to them under way are waited for, and no
-/// other starts. Outputs already complete and named stay.
+/// other starts. Outputs already complete and named stay. A temporary that cannot be
+/// removed keeps its lock file, for the next writer in its folder.
 pub fn exit_removing_temporaries(code: i32) -> ! {
     let _closed = GATE.write().unwrap_or_else(PoisonError::into_inner);
     let live = std::mem::take(&mut *LIVE.lock().unwrap_or_else(PoisonError::into_inner));
+    // The last made first: a temporary inside another goes before it.
     for l in live.iter().rev() {
-        let _ = remove(&l.path);
-        let _ = fs::remove_file(&l.lock);
+        if remove(&l.path).is_ok() {
+            let _ = fs::remove_file(&l.lock);
+        }
     }
     std::process::exit(code)
 }
