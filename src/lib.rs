@@ -61,6 +61,7 @@ mod header;
 pub mod info;
 pub mod json;
 mod layout;
+pub mod leftovers;
 mod mapped;
 mod ndl;
 pub mod padding;

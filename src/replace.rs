@@ -3,8 +3,9 @@
 //!
 //! - On Linux the new file is created unnamed (`O_TMPFILE`), so a process killed while
 //!   writing leaves nothing behind. Elsewhere, and where the file system does not
-//!   support that, it is a named temporary file with a short name (`.ra-PID-N.tmp`),
-//!   removed on any error or unwind.
+//!   support that, it is a named temporary file with a short name (`.ra-ID.tmp`, a
+//!   [`Temporary`]), removed on any error or unwind, on an interrupt, and by the next
+//!   writer in its folder if its own was killed.
 //! - A target that is a symbolic link is followed: the file it points to is replaced
 //!   and the link stays.
 //! - A target that exists keeps its permission bits, and its owner and group where the
@@ -16,9 +17,9 @@
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{io_at, Error, ErrorKind, Result};
+use crate::leftovers::{writing, Temporary};
 use crate::sys;
 
 /// How a new file takes its name.
@@ -32,15 +33,14 @@ pub(crate) struct Placement {
     pub split_links: bool,
 }
 
-/// A folder under construction beside its `target`, under a hidden name, to be named
-/// `target` by [`NewFolder::place`]; dropped unplaced, it is removed with all it holds.
-/// (Zarr stores and groups are its folders.)
+/// A folder under construction beside its `target`, under a hidden name (a
+/// [`Temporary`]), to be named `target` by [`NewFolder::place`]; dropped unplaced, it
+/// is removed with all it holds. (Zarr stores and groups are its folders.)
 #[cfg(feature = "zarr")]
 pub(crate) struct NewFolder {
-    tmp: PathBuf,
+    tmp: Temporary,
     target: PathBuf,
     overwrite: bool,
-    placed: bool,
 }
 
 #[cfg(feature = "zarr")]
@@ -56,39 +56,31 @@ impl NewFolder {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = parent_dir(target).join(format!(".{name}.{}-{n}.tmp", std::process::id()));
-        fs::create_dir(&tmp).map_err(io_at("create folder", target))?;
+        let (tmp, ()) = Temporary::create(
+            parent_dir(target),
+            |unique| format!(".{name}.{unique}.tmp"),
+            |tmp| fs::create_dir(tmp),
+        )
+        .map_err(io_at("create folder", target))?;
         Ok(NewFolder {
             tmp,
             target: target.to_path_buf(),
             overwrite,
-            placed: false,
         })
     }
 
     /// Where it is being built.
     pub fn path(&self) -> &Path {
-        &self.tmp
+        self.tmp.path()
     }
 
     /// Names it `target`. What is there (when overwriting) is swapped out in one step
     /// where the file system can ([`sys::exchange`]), else moved aside first and
-    /// removed after, or put back if the rename fails.
-    pub fn place(mut self) -> Result<()> {
-        // Once renamed, the hidden name holds nothing of ours (or the old output).
-        let placed = place_folder(&self.tmp, &self.target, self.overwrite, false);
-        self.placed = placed.is_ok();
-        placed
-    }
-}
-
-#[cfg(feature = "zarr")]
-impl Drop for NewFolder {
-    fn drop(&mut self) {
-        if !self.placed {
-            let _ = fs::remove_dir_all(&self.tmp);
-        }
+    /// removed after, or put back if the rename fails. Once renamed, the hidden name
+    /// holds nothing of ours (or the old output, which goes with it).
+    pub fn place(self) -> Result<()> {
+        let _writing = writing();
+        place_folder(self.tmp.path(), &self.target, self.overwrite, false)
     }
 }
 
@@ -150,8 +142,6 @@ fn sync_tree(top: &Path) -> Result<()> {
 /// Symbolic links followed before giving up, as the kernel's `ELOOP` limit.
 const MAX_LINKS: usize = 40;
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 /// A file under construction, to be named `target` by [`NewFile::place`].
 pub(crate) struct NewFile {
     file: File,
@@ -163,6 +153,8 @@ pub(crate) struct NewFile {
     old: Option<fs::Metadata>,
     /// The temporary name when the file is not unnamed; removed unless placed.
     named: Option<PathBuf>,
+    /// The lock and listing of `named` when it is ours (not adopted).
+    claim: Option<Temporary>,
     how: Placement,
 }
 
@@ -193,10 +185,17 @@ pub(crate) fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// A short unique name beside `target`: any valid target name leaves room for it.
-fn temp_name(target: &Path) -> PathBuf {
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    parent_dir(target).join(format!(".ra-{:x}-{n:x}.tmp", std::process::id()))
+/// A short hidden name beside `target`, made by `make` (any valid target name leaves
+/// room for it): `.ra-ID.tmp`.
+fn temp_name<T>(
+    target: &Path,
+    make: impl FnMut(&Path) -> io::Result<T>,
+) -> io::Result<(Temporary, T)> {
+    Temporary::create(
+        parent_dir(target),
+        |unique| format!(".ra-{unique}.tmp"),
+        make,
+    )
 }
 
 impl NewFile {
@@ -210,16 +209,17 @@ impl NewFile {
     fn beside_as(path: &Path, how: Placement, unnamed: bool) -> Result<NewFile> {
         let (target, old) = replaceable(path, how)?;
         let dir = parent_dir(&target);
-        let (file, named) = match sys::open_unnamed(dir).filter(|_| unnamed) {
+        let (file, claim) = match sys::open_unnamed(dir).filter(|_| unnamed) {
             Some(f) => (f, None),
             None => {
-                let tmp = temp_name(&target);
-                let f = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create_new(true)
-                    .open(&tmp)
-                    .map_err(|e| not_created(e, dir).at(path))?;
+                let (tmp, f) = temp_name(&target, |tmp| {
+                    OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create_new(true)
+                        .open(tmp)
+                })
+                .map_err(|e| not_created(e, dir).at(path))?;
                 (f, Some(tmp))
             }
         };
@@ -228,7 +228,8 @@ impl NewFile {
             shown: path.to_path_buf(),
             target,
             old,
-            named,
+            named: claim.as_ref().map(|t| t.path().to_path_buf()),
+            claim,
             how,
         })
     }
@@ -254,6 +255,7 @@ impl NewFile {
             target,
             old,
             named: Some(complete.to_path_buf()),
+            claim: None,
             how,
         })
     }
@@ -276,14 +278,18 @@ impl NewFile {
         let named = match self.named.take() {
             Some(tmp) => tmp,
             None if !self.how.overwrite => {
+                let _writing = writing();
                 return sys::link_unnamed(&self.file, &self.target).map_err(|e| refused(e, &path));
             }
             None => {
-                let tmp = temp_name(&self.target);
-                sys::link_unnamed(&self.file, &tmp).map_err(io_at("name the new file", &path))?;
-                tmp
+                let (tmp, ()) = temp_name(&self.target, |tmp| sys::link_unnamed(&self.file, tmp))
+                    .map_err(io_at("name the new file", &path))?;
+                let named = tmp.path().to_path_buf();
+                self.claim = Some(tmp);
+                named
             }
         };
+        let writing = writing();
         let placed = if self.how.overwrite {
             sys::replace(&named, &self.target, self.old.as_ref()).map_err(io_at("rename", &path))
         } else {
@@ -294,6 +300,7 @@ impl NewFile {
         if placed.is_err() || !self.how.overwrite {
             let _ = fs::remove_file(&named);
         }
+        drop(writing);
         placed?;
         if self.how.durable {
             let dir = parent_dir(&self.target);
@@ -416,8 +423,14 @@ mod tests {
             ..Placement::default()
         };
         let new = NewFile::beside_as(&target, how, false).unwrap();
-        assert!(new.named.is_some(), "the fallback was taken");
-        assert_eq!(listing(&dir).len(), 1, "one temporary file while building");
+        let named = new.named.clone().expect("the fallback was taken");
+        let name = named.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with(".ra-") && name.len() < 40, "{name}");
+        assert_eq!(
+            listing(&dir),
+            [name.clone(), format!("{name}.lock")],
+            "one temporary file and its lock while building"
+        );
         (&new.file).write_all(b"done").unwrap();
         new.place().unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"done");

@@ -5,12 +5,13 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::npy::NpySource;
 use super::{Block, Desc, Grain, Source};
 use crate::error::{io_at, Error, Result, ResultExt};
 use crate::formats::npz::{self, Member};
+use crate::leftovers::Temporary;
 
 /// The members of the archive `path`, each with the name its array was saved under
 /// (`x` for `x.npy`): a plain name, or the archive is refused.
@@ -43,7 +44,7 @@ pub struct MemberSource {
     npy: NpySource,
     /// The inflated copy of a deflated member, removed with the source (after `npy`,
     /// which holds it open, is dropped).
-    _scratch: Option<Removed>,
+    _scratch: Option<Temporary>,
 }
 
 impl MemberSource {
@@ -62,40 +63,29 @@ impl MemberSource {
                 _scratch: None,
             });
         }
-        let (scratch, removed) = self::scratch(scratch, "npy");
-        let mut w =
-            std::io::BufWriter::new(File::create(&scratch).map_err(io_at("create", &scratch))?);
+        let (temporary, out) = self::scratch(scratch, "npy", |p| File::create_new(p))
+            .map_err(io_at("create a scratch file", scratch))?;
+        let scratch = temporary.path();
+        let mut w = std::io::BufWriter::new(out);
         npz::extract(&file, len, m, path, &mut w).at(path)?;
-        w.flush().map_err(io_at("write", &scratch))?;
+        w.flush().map_err(io_at("write", scratch))?;
         drop(w);
-        let npy = NpySource::open(&scratch).map_err(|e| in_member(e.shown_as(&scratch, path)))?;
+        let npy = NpySource::open(scratch).map_err(|e| in_member(e.shown_as(scratch, path)))?;
         Ok(MemberSource {
             npy,
-            _scratch: Some(removed),
+            _scratch: Some(temporary),
         })
     }
 }
 
-static SCRATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// A new scratch file's name in the folder `dir` (hidden, this process's), ending
-/// `.ext`, and the guard that removes it.
-pub(super) fn scratch(dir: &Path, ext: &str) -> (PathBuf, Removed) {
-    let path = dir.join(format!(
-        ".rastore-npz-{:x}-{:x}.{ext}",
-        std::process::id(),
-        SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    (path.clone(), Removed(path))
-}
-
-/// Removes a file when dropped.
-pub(super) struct Removed(PathBuf);
-
-impl Drop for Removed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// A new scratch file in the folder `dir` (hidden, its name ending `.ext`), made by
+/// `make` (or left for a writer to make): a [`Temporary`], removed when dropped.
+pub(super) fn scratch<T>(
+    dir: &Path,
+    ext: &str,
+    make: impl FnMut(&Path) -> std::io::Result<T>,
+) -> std::io::Result<(Temporary, T)> {
+    Temporary::create(dir, |unique| format!(".rastore-npz-{unique}.{ext}"), make)
 }
 
 impl Source for MemberSource {

@@ -16,7 +16,8 @@
 //! | [`link_count`] | `st_nlink` | `st_nlink` | `nNumberOfLinks` |
 //! | [`exchange`] two names (a dataset replaced) | `renameat2(RENAME_EXCHANGE)` | `renameatx_np(RENAME_SWAP)` | none: two renames |
 //! | [`sync_dir`] after a rename | `fsync` of the folder | the same | nothing (NTFS journals it) |
-//! | [`try_lock`] for appending | `flock` (std's `File::try_lock`) | the same | `LockFileEx` of one byte at 2^62 |
+//! | [`try_lock`] for appending, and a hidden output's lock ([`crate::leftovers`]) | `flock` (std's `File::try_lock`) | the same | `LockFileEx` of one byte at 2^62 |
+//! | `on_interrupt` (feature `signals`) | SIGINT, SIGTERM, SIGHUP through signal-hook (a pipe, a thread), unless ignored; 128 + the signal | the same | `SetConsoleCtrlHandler`: Ctrl-C, Ctrl-Break, close, logoff, shutdown; `STATUS_CONTROL_C_EXIT` |
 //! | [`advise`] a mapping | `madvise` | `madvise` | nothing |
 //! | [`advise_file`] a read | `posix_fadvise` | nothing | nothing |
 //! | [`open_direct`]: reads around the page cache | `O_DIRECT`, aligned as `statx` (`STATX_DIOALIGN`) says, else to 4 KiB | none (buffered) | none (buffered) |

@@ -372,3 +372,39 @@ pub(crate) fn physical_memory() -> Option<u64> {
 pub(crate) fn physical_memory() -> Option<u64> {
     None
 }
+
+/// Calls `f`, on a thread of its own, at each SIGINT, SIGTERM or SIGHUP, with the exit
+/// status shells give a process that signal ends (128 and its number: 130, 143, 129),
+/// instead of ending the process. A signal the process was started ignoring (`nohup`,
+/// a shell's background job) stays ignored. signal-hook's handler only writes to a
+/// pipe, which a thread of its own reads.
+#[cfg(feature = "signals")]
+pub(crate) fn on_interrupt(f: fn(i32)) -> io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let wanted: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&s| !ignored(s))
+        .collect();
+    let mut signals = signal_hook::iterator::Signals::new(wanted)?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                std::thread::spawn(move || f(128 + signal));
+            }
+        })?;
+    Ok(())
+}
+
+/// Whether `signal` is ignored (`SIG_IGN`), as a process started by `nohup` finds
+/// SIGHUP.
+#[cfg(feature = "signals")]
+fn ignored(signal: i32) -> bool {
+    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with no new action, sigaction only writes the current one into `old`,
+    // a live local of the type it writes.
+    let r = unsafe { libc::sigaction(signal, std::ptr::null(), old.as_mut_ptr()) };
+    // SAFETY: zeroed, then written by a successful sigaction; a zeroed sigaction is a
+    // valid value of the type (plain integers, pointers and a mask).
+    r == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
+}

@@ -257,3 +257,49 @@ pub(crate) fn write_back(_file: &File, _range: Range<u64>, _how: WriteBack) {}
 pub(crate) fn physical_memory() -> Option<u64> {
     None
 }
+
+/// Calls `f` at each Ctrl-C or Ctrl-Break, and when the console is closed or the user
+/// logs off or the system shuts down, with the exit status Windows' own handling ends
+/// a process with (`STATUS_CONTROL_C_EXIT`), instead of ending the process. `f` runs on
+/// the thread Windows starts for the event, which is not to return before the process
+/// ends (a closed console ends it when the handler returns). A process started with
+/// Ctrl-C ignored (`CREATE_NEW_PROCESS_GROUP`) still ignores it.
+#[cfg(feature = "signals")]
+pub(crate) fn on_interrupt(f: fn(i32)) -> io::Result<()> {
+    use std::sync::OnceLock;
+    use windows_sys::core::BOOL;
+    use windows_sys::Win32::Foundation::STATUS_CONTROL_C_EXIT;
+    use windows_sys::Win32::System::Console::{
+        SetConsoleCtrlHandler, CTRL_BREAK_EVENT, CTRL_CLOSE_EVENT, CTRL_C_EVENT, CTRL_LOGOFF_EVENT,
+        CTRL_SHUTDOWN_EVENT,
+    };
+    static HANDLER: OnceLock<fn(i32)> = OnceLock::new();
+    unsafe extern "system" fn routine(event: u32) -> BOOL {
+        let ours = matches!(
+            event,
+            CTRL_C_EVENT
+                | CTRL_BREAK_EVENT
+                | CTRL_CLOSE_EVENT
+                | CTRL_LOGOFF_EVENT
+                | CTRL_SHUTDOWN_EVENT
+        );
+        match HANDLER.get() {
+            Some(f) if ours => {
+                f(STATUS_CONTROL_C_EXIT);
+                1
+            }
+            _ => 0,
+        }
+    }
+    if HANDLER.set(f).is_err() {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "the interrupt handler is already set",
+        ));
+    }
+    // SAFETY: FFI; `routine` is a function of the program, there for its whole life.
+    if unsafe { SetConsoleCtrlHandler(Some(routine), 1) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

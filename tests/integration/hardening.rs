@@ -371,7 +371,8 @@ fn the_longest_names_work_and_errors_name_the_target() {
 }
 
 // Finding 9 (Linux: the new file is unnamed until complete; elsewhere a killed
-// writer can leave its hidden `.ra-PID-N.tmp`, as docs/PLATFORMS.md says).
+// writer leaves its hidden `.ra-ID.tmp` and its lock, which the next writer in the
+// folder removes, as docs/TOOL.md says and interrupt.rs tests).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_killed_convert_leaves_nothing_beside_the_destination() {

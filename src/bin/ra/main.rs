@@ -1,7 +1,9 @@
 //! `ra`: the RawArray command-line tool. Argument parsing, printing and exit codes
 //! only; the work is done by the `rastore` library.
 //!
-//! Exit codes: 0 success, 1 bad data or a difference, 2 usage error.
+//! Exit codes: 0 success, 1 bad data or a difference, 2 usage error; interrupted,
+//! 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP), or on Windows `STATUS_CONTROL_C_EXIT`,
+//! after removing the outputs in progress ([`rastore::leftovers`]).
 
 mod append;
 mod bar;
@@ -141,6 +143,11 @@ pub type Outcome = Result<(), Fail>;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // An interrupted `ra` removes what it was writing; without the handler, it would
+    // end as before (nothing worse), so a failure to install it is only said.
+    if let Err(e) = rastore::leftovers::exit_on_interrupt() {
+        eprintln!("ra: {}", term::line(&message(&e)));
+    }
     let result = match cli.command {
         Command::Demo(a) => demo::run(&a),
         Command::Create(a) => commands::create(&a),

@@ -247,6 +247,8 @@ impl Tree {
         let top = folder.path();
         for (g, attrs) in &self.groups {
             if !g.is_empty() {
+                // Not after an interrupt's removal of `top`, which this would make again.
+                let _writing = crate::leftovers::writing();
                 std::fs::create_dir_all(top.join(g)).map_err(io_at("create folder", output))?;
             }
             if !zarr && !attrs.is_empty() {
@@ -301,11 +303,13 @@ impl Tree {
             let mut overall = Overall::default();
             for (name, m) in &self.arrays {
                 let source = open_member(name, m, Alone::No, options)?;
-                let (scratch, _gone) = super::npz::scratch(dir, "npy");
-                let sink = super::local::create_local(&scratch, source.desc().clone(), options)?;
+                let (temporary, ()) = super::npz::scratch(dir, "npy", |_| Ok(()))
+                    .map_err(io_at("create a scratch file", dir))?;
+                let scratch = temporary.path();
+                let sink = super::local::create_local(scratch, source.desc().clone(), options)?;
                 result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
-                let file = File::open(&scratch).map_err(io_at("open", &scratch))?;
-                let len = file.metadata().map_err(io_at("stat", &scratch))?.len();
+                let file = File::open(scratch).map_err(io_at("open", scratch))?;
+                let len = file.metadata().map_err(io_at("stat", scratch))?.len();
                 npz.add(&format!("{name}.npy"), file, len)?;
             }
             npz.finish()?;

@@ -241,6 +241,9 @@ impl ZarrWriter {
                 encoded = c.encode(encoded, &options).map_err(|e| err(&e))?;
             }
         }
+        // A local chunk's write makes the folders above it: not after an interrupt's
+        // removal of the hidden folder.
+        let _writing = self.placing.as_ref().map(|_| crate::leftovers::writing());
         // SAFETY: the bytes are this chunk encoded as the array's codecs encode it:
         // the elements column-major (what `transpose` to [n-1, …, 0] gives), in the
         // byte order the `bytes` codec names, then each bytes-to-bytes codec.
@@ -262,10 +265,12 @@ impl ZarrWriter {
     pub fn finish(mut self) -> Result<Value> {
         let text =
             serde_json::to_vec_pretty(&self.doc).map_err(|e| zarr_err(&self.shown, None, e))?;
+        let writing = self.placing.as_ref().map(|_| crate::leftovers::writing());
         self.store
             .storage
             .set(&self.store.key("zarr.json")?, Bytes::from(text))
             .map_err(|e| zarr_err(&self.shown, None, e))?;
+        drop(writing);
         self.done = true;
         if let Some(folder) = self.placing.take() {
             folder.place()?;
