@@ -8,7 +8,7 @@ use super::open::{create, open, url_of};
 use super::options::{ConvertOptions, Format};
 use super::plan::{copy, Overall};
 use super::{Converted, Source};
-use crate::error::{io_at, Result};
+use crate::error::{io_at, Error, ErrorKind, Result};
 use crate::layout::Progress;
 use crate::replace::{check_folder, refuse_existing};
 
