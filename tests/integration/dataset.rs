@@ -330,8 +330,8 @@ fn an_npz_of_several_arrays_converts_into_a_zarr_group() {
         ok(&["convert", s(&npz), s(&z)]);
         let said = zarr_holds_npz(&z, &npz);
         assert!(said.contains("ok"), "{name}: {said}");
-        // An existing group is kept without --overwrite, replaced with it.
-        let e = fails(&["convert", s(&npz), s(&z)], 1);
+        // An existing group is kept without --overwrite (a usage error), replaced with it.
+        let e = fails(&["convert", s(&npz), s(&z)], 2);
         assert!(e.contains("--overwrite"), "{e}");
         ok(&["convert", s(&npz), s(&z), "--overwrite"]);
         assert!(zarr_holds_npz(&z, &npz).contains("ok"));

@@ -411,8 +411,9 @@ fn stack_builds_one_array_from_many_images() {
         &ims[3],
         &ims[4],
     ]);
-    // Refused: an existing output, and a misfit named (the first one, in order).
-    let e = fails(&args, 1);
+    // Refused: an existing output (a usage error), and a misfit named (the first one, in
+    // order).
+    let e = fails(&args, 2);
     assert!(e.contains("--overwrite"), "{e}");
     let wrong = d.path().join("wrong.png");
     let out2 = d.path().join("s2.ra");
