@@ -476,10 +476,13 @@ def _put(token, settings, part, block, gate):
 
 
 def _complete(token, settings, etags, gate):
-    if any(etag is None for _, etag in etags):
-        raise RuntimeError("the upload was stopped by a failure of its write")
-    _rastore.fill_complete(token, settings, [tuple(e) for e in etags])
-    _Uploads.end(gate)
+    """Completes the upload: a request in flight like a part (a stop waits for it, then
+    knows the upload ended; none is made after a stop, so an abort never meets it)."""
+    with _Uploads.sending(gate) as send:
+        if not send or any(etag is None for _, etag in etags):
+            raise RuntimeError("the upload was stopped by a failure of its write")
+        _rastore.fill_complete(token, settings, [tuple(e) for e in etags])
+        _Uploads.end(gate)
 
 
 def _fill(url, x, eltype, elbyte, dims, trailer, storage_options, now):

@@ -434,3 +434,29 @@ def test_a_part_whose_request_would_time_out_is_waited_for_before_the_abort(slow
     assert _no_cleanup_warnings(record) == []
     assert set(slow_s3.pending_uploads()) == before
 
+
+def test_a_completion_in_flight_when_another_write_fails_is_waited_for(slow_s3, tmp_path):
+    # One variable's upload is being completed (the server did, its answer is on its
+    # way) when the other's block 2 fails: the completed upload is not aborted too.
+    xr = pytest.importorskip("xarray")
+    before = set(slow_s3.pending_uploads())
+
+    def completing(method, target):
+        return method == "POST" and "/good.ra?uploadId=" in target
+
+    slow_s3.hold_answer(completing, 1.5, mark=tmp_path / "completing")
+    good = xr.DataArray(da.ones((8, 8, 4), chunks=(8, 8, 4), dtype="f4"), dims=("x", "y", "t"))
+    bad = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    bad = bad.map_blocks(_fails_on_block_two_once, mark=str(tmp_path / "completing"), dtype="f4")
+    bad = xr.DataArray(bad, dims=("a", "b", "c"))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="block 2 is bad"), \
+                dask.config.set(scheduler="threads", num_workers=4):
+            rastore.write(slow_s3.url("held/"), xr.Dataset({"good": good, "bad": bad}),
+                          storage_options=slow_s3.options)
+    slow_s3.close()
+    assert [what for m, t, what in slow_s3.log if completing(m, t)] == ["answer"]
+    assert _no_cleanup_warnings(record) == []
+    assert set(slow_s3.pending_uploads()) == before
+    assert not slow_s3.server.object("held/good.ra").exists()
