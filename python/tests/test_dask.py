@@ -460,3 +460,22 @@ def test_a_completion_in_flight_when_another_write_fails_is_waited_for(slow_s3, 
     assert _no_cleanup_warnings(record) == []
     assert set(slow_s3.pending_uploads()) == before
     assert not slow_s3.server.object("held/good.ra").exists()
+
+
+def test_under_the_processes_scheduler_the_abort_waits_for_the_pool(slow_s3, tmp_path):
+    # A part is on its way from a process of the pool when block 2 fails in another:
+    # the abort waits until the pool's tasks ended.
+    before = set(slow_s3.pending_uploads())
+    slow_s3.hold_tail(_first_part(), 3.0, mark=tmp_path / "sent")
+    x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    x = x.map_blocks(_fails_on_block_two_once, mark=str(tmp_path / "sent"), dtype="f4")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="block 2 is bad"), \
+                dask.config.set(scheduler="processes", num_workers=2, chunksize=1):
+            rastore.write(slow_s3.url("pool.ra"), x, storage_options=slow_s3.options)
+    slow_s3.close()
+    assert [what for _, _, what in slow_s3.log].count("tail") == 1
+    assert _no_cleanup_warnings(record) == []
+    assert set(slow_s3.pending_uploads()) == before
+    assert not slow_s3.server.object("pool.ra").exists()
