@@ -361,18 +361,28 @@ def write(path, x, *, metadata=None, durable=False, split_links=False, storage_o
 
 class _Uploads:
     """What this process knows of each upload, by its gate (a name of its graph): the
-    requests it has in flight (the upload's beginning, its parts), whether the gate
-    is stopped (no request is made after that), the upload's token when this process
-    began it, and whether the upload ended here (completed or aborted).
+    requests it has in flight (the upload's beginning, its parts, its completion),
+    whether the gate is stopped (no request is made after that), the upload's token
+    when this process began it, and whether the upload ended here (completed or
+    aborted).
 
     A failed write stops the gate, waits until no request is in flight, then aborts
     the upload once. A part that lands after its upload was aborted would stay on the
-    server (S3 asks for the abort to be repeated; s3s-fs keeps it for good). A part
-    skipped after the stop gives no ETag and raises nothing: the run's error is the
-    one raised. On ``distributed`` every worker's gate is stopped
-    (``_stop_on_worker``). Under Dask's ``processes`` scheduler the pool's processes
-    are out of reach: a part they are sending when the run fails may land after the
-    abort. A write that failed is not run again (its gate stays stopped)."""
+    server (S3 asks for the abort to be repeated; s3s-fs keeps it for good). What
+    makes "no request in flight" true when the abort is sent:
+
+    - every process that may make one is stopped and waited for: this one; on
+      ``distributed`` every worker (``_stop_on_worker``), and a worker that joins
+      later stops it before it runs a task (a plugin, ``_distributed.StopUpload``);
+      under Dask's ``processes`` scheduler no stop reaches the pool, so the abort
+      waits until the run returned, the pool ended (``_Janitor``);
+    - a request is "in flight" from before it is made until the Rust call returned,
+      and that call returns only with the server's answer or a failed connection:
+      the requests of an upload have no timeout (``rastore::remote`` upload_store),
+      since a request the client gave up on may still be carried out;
+    - a part skipped after the stop gives no ETag and raises nothing (the run's error
+      is the one raised); a write that failed is not run again, on any worker (its
+      gate stays stopped)."""
 
     _changed = threading.Condition()
     _sending = Counter()
@@ -455,12 +465,15 @@ async def _stop_on_worker(gate):
 
 
 def _stop_everywhere(gate, client):
-    """Stops the gate here and, with a ``distributed`` ``client``, on every worker,
-    once no request is in flight; (a token of the upload or None, whether it ended)
-    from what they know."""
+    """Stops the gate here and, with a ``distributed`` ``client``, on every worker and
+    on every worker to join (a plugin the scheduler keeps), once no request is in
+    flight; (a token of the upload or None, whether it ended) from what they know."""
     _Uploads.stop(gate)
     reports = [_Uploads.report(gate)]
     if client is not None:
+        from ._distributed import StopUpload
+
+        client.register_plugin(StopUpload(gate))
         reports += list(client.run(_stop_on_worker, gate).values())
     token = next((t for t, _ in reports if t), None)
     return token, any(ended for _, ended in reports)

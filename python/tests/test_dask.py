@@ -479,3 +479,29 @@ def test_under_the_processes_scheduler_the_abort_waits_for_the_pool(slow_s3, tmp
     assert _no_cleanup_warnings(record) == []
     assert set(slow_s3.pending_uploads()) == before
     assert not slow_s3.server.object("pool.ra").exists()
+
+
+def test_a_worker_that_joins_after_an_upload_failed_sends_nothing_of_it(slow_s3, cluster,
+                                                                       client):
+    # The failed write runs again on a worker that was not there when it was stopped:
+    # it begins no upload and sends no part.
+    before = set(slow_s3.pending_uploads())
+    x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    x = x.map_blocks(fails_on_block_two, dtype="f4")
+    w = rastore.write(slow_s3.url("joined.ra"), x, storage_options=slow_s3.options,
+                      compute=False)
+    with pytest.raises(ValueError, match="block 2 is bad"):
+        dask.compute(w)
+    w.cleanup()
+    old = set(client.scheduler_info()["workers"])
+    cluster.scale(3)
+    try:
+        client.wait_for_workers(3, timeout=120)
+        new = sorted(set(client.scheduler_info()["workers"]) - old)
+        seen = len(slow_s3.log)
+        with pytest.raises((ValueError, RuntimeError)):
+            dask.compute(w, workers=new)
+        assert slow_s3.log[seen:] == []
+    finally:
+        cluster.scale(2)
+    assert set(slow_s3.pending_uploads()) == before
