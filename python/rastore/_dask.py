@@ -100,7 +100,10 @@ class _Write(Delayed):
     - under Dask's local schedulers (threads, processes, sync: ``dask.compute``'s
       default), a callback creates the hidden file when the run starts, before any
       task, and removes it when the run fails, whichever task failed; an upload's
-      first task begins it, and the callback aborts it;
+      first task begins it, and the callback aborts it. But when the run's tasks ran
+      in other processes (the ``processes`` scheduler), its parts may be in flight
+      there, out of reach of a stop: then ``compute()`` aborts the upload once the
+      run returned (the pool's processes ended with it), or ``cleanup()`` does;
     - under ``distributed``, the first task creates the file (begins the upload), and
       a store that fails removes it (a part that fails aborts the upload).
       ``compute()`` (and so ``rastore.write``) holds the first task too: when the run
@@ -114,12 +117,15 @@ class _Write(Delayed):
     cleanup that fails while the run's error propagates is a warning, not the error.
     """
 
-    __slots__ = ("_cleanup", "_first", "_last", "_prepare")
+    __slots__ = ("_cleanup", "_first", "_last", "_prepare", "_upload", "_pooled", "_started")
 
-    def __init__(self, delayed, first, last, cleanup, prepare):
+    def __init__(self, delayed, first, last, cleanup, prepare, upload):
         super().__init__(delayed.key, delayed.dask)
         self._cleanup, self._first, self._last = cleanup, first, last
-        self._prepare = prepare
+        self._prepare, self._upload = prepare, upload
+        # Whether the last local run's tasks ran in other processes; the first task's
+        # result a failed run left for a later cleanup.
+        self._pooled, self._started = False, None
         _Janitor.watch(self)
 
     def compute(self, **kwargs):
@@ -133,7 +139,7 @@ class _Write(Delayed):
 
     def cleanup(self):
         """Removes the hidden file, or aborts the upload, of a failed write."""
-        self._cleanup(None, _distributed_client(self, {}))
+        self._cleanup(self._started, _distributed_client(self, {}))
 
 
 def compute_writes(writes, **kwargs):
@@ -146,8 +152,10 @@ def compute_writes(writes, **kwargs):
         try:
             return dask.compute(*writes, **kwargs)
         except BaseException:
+            # Under the processes scheduler the pool's processes ended before
+            # dask.compute returned: nothing of the run is in flight any more.
             for w in writes:
-                _clean(w, None, None)
+                _clean(w, w._started, None)
             raise
     from distributed import as_completed, wait
 
@@ -182,7 +190,11 @@ class _Janitor(Callback):
     """A callback of Dask's local schedulers, registered once. When a run that holds a
     write's first task starts, it prepares the write (the hidden file); when the run
     fails before the write's last task ran, it cleans the write up, with the run's
-    results at hand (an upload's token is its first task's result)."""
+    results at hand (an upload's token is its first task's result). An upload whose
+    first task ran in another process (the ``processes`` scheduler) is not aborted
+    here: its parts may be in flight in the pool's processes, which go on after the
+    run failed and which no stop reaches; the callback keeps the token for the
+    cleanup that follows the run (``compute_writes``, ``cleanup()``)."""
 
     _writes = weakref.WeakValueDictionary()
     _registered = False
@@ -200,14 +212,32 @@ class _Janitor(Callback):
     def _start_state(self, dsk, state):
         for first, write in list(self._writes.items()):
             if first in dsk:
+                write._pooled, write._started = False, None
                 write._prepare()
+
+    def _posttask(self, key, result, dsk, state, worker_id):
+        # Every part depends on the first task: a part in flight when the run fails
+        # runs where the first task ran, in this process or in a pool's.
+        write = self._writes.get(key)
+        if write is not None:
+            write._pooled = not _in_this_process(worker_id)
 
     def _finish(self, dsk, state, errored):
         for first, write in list(self._writes.items()):
-            if first not in dsk or write._last in state["finished"]:
+            if first not in dsk or write._last in state["finished"] or not errored:
                 continue
-            if errored:
-                _clean(write, state["cache"].get(first), None)
+            started = state["cache"].get(first)
+            if write._upload and write._pooled:
+                write._started = started
+            else:
+                _clean(write, started, None)
+
+
+def _in_this_process(worker_id):
+    """Whether a local scheduler's task ran in this process: its worker id is None
+    (sync) or a thread of this process (threads); the processes scheduler's is the
+    pid of a process of its pool."""
+    return worker_id is None or any(t.ident == worker_id for t in threading.enumerate())
 
 
 def _clean(write, started, client):
@@ -300,7 +330,7 @@ def _local(path, x, eltype, elbyte, dims, dtype, trailer, durable, split_links):
     def prepare():
         _rastore.create_file(tmp, eltype, elbyte, dims, True, trailer, False)
 
-    return job, first, last, cleanup, prepare
+    return job, first, last, cleanup, prepare, False
 
 
 def write(path, x, *, metadata=None, durable=False, split_links=False, storage_options=None,
@@ -333,18 +363,28 @@ def write(path, x, *, metadata=None, durable=False, split_links=False, storage_o
 
 class _Uploads:
     """What this process knows of each upload, by its gate (a name of its graph): the
-    requests it has in flight (the upload's beginning, its parts), whether the gate
-    is stopped (no request is made after that), the upload's token when this process
-    began it, and whether the upload ended here (completed or aborted).
+    requests it has in flight (the upload's beginning, its parts, its completion),
+    whether the gate is stopped (no request is made after that), the upload's token
+    when this process began it, and whether the upload ended here (completed or
+    aborted).
 
     A failed write stops the gate, waits until no request is in flight, then aborts
     the upload once. A part that lands after its upload was aborted would stay on the
-    server (S3 asks for the abort to be repeated; s3s-fs keeps it for good). A part
-    skipped after the stop gives no ETag and raises nothing: the run's error is the
-    one raised. On ``distributed`` every worker's gate is stopped
-    (``_stop_on_worker``). Under Dask's ``processes`` scheduler the pool's processes
-    are out of reach: a part they are sending when the run fails may land after the
-    abort. A write that failed is not run again (its gate stays stopped)."""
+    server (S3 asks for the abort to be repeated; s3s-fs keeps it for good). What
+    makes "no request in flight" true when the abort is sent:
+
+    - every process that may make one is stopped and waited for: this one; on
+      ``distributed`` every worker (``_stop_on_worker``), and a worker that joins
+      later stops it before it runs a task (a plugin, ``_distributed.StopUpload``);
+      under Dask's ``processes`` scheduler no stop reaches the pool, so the abort
+      waits until the run returned, the pool ended (``_Janitor``);
+    - a request is "in flight" from before it is made until the Rust call returned,
+      and that call returns only with the server's answer or a failed connection:
+      the requests of an upload have no timeout (``rastore::remote`` upload_store),
+      since a request the client gave up on may still be carried out;
+    - a part skipped after the stop gives no ETag and raises nothing (the run's error
+      is the one raised); a write that failed is not run again, on any worker (its
+      gate stays stopped)."""
 
     _changed = threading.Condition()
     _sending = Counter()
@@ -427,12 +467,15 @@ async def _stop_on_worker(gate):
 
 
 def _stop_everywhere(gate, client):
-    """Stops the gate here and, with a ``distributed`` ``client``, on every worker,
-    once no request is in flight; (a token of the upload or None, whether it ended)
-    from what they know."""
+    """Stops the gate here and, with a ``distributed`` ``client``, on every worker and
+    on every worker to join (a plugin the scheduler keeps), once no request is in
+    flight; (a token of the upload or None, whether it ended) from what they know."""
     _Uploads.stop(gate)
     reports = [_Uploads.report(gate)]
     if client is not None:
+        from ._distributed import StopUpload
+
+        client.register_plugin(StopUpload(gate))
         reports += list(client.run(_stop_on_worker, gate).values())
     token = next((t for t, _ in reports if t), None)
     return token, any(ended for _, ended in reports)
@@ -478,10 +521,13 @@ def _put(token, settings, part, block, gate):
 
 
 def _complete(token, settings, etags, gate):
-    if any(etag is None for _, etag in etags):
-        raise RuntimeError("the upload was stopped by a failure of its write")
-    _rastore.fill_complete(token, settings, [tuple(e) for e in etags])
-    _Uploads.end(gate)
+    """Completes the upload: a request in flight like a part (a stop waits for it, then
+    knows the upload ended; none is made after a stop, so an abort never meets it)."""
+    with _Uploads.sending(gate) as send:
+        if not send or any(etag is None for _, etag in etags):
+            raise RuntimeError("the upload was stopped by a failure of its write")
+        _rastore.fill_complete(token, settings, [tuple(e) for e in etags])
+        _Uploads.end(gate)
 
 
 def _fill(url, x, eltype, elbyte, dims, trailer, storage_options, now):
@@ -497,7 +543,7 @@ def _fill(url, x, eltype, elbyte, dims, trailer, storage_options, now):
             _rastore.remote_write(url, settings, eltype, elbyte, dims, _fortran_bytes(a), trailer)
 
         job = dask.delayed(whole)(x, dask_key_name=last)
-        return job, first, last, (lambda _started, _client: None), (lambda: None)
+        return job, first, last, (lambda _started, _client: None), (lambda: None), False
     plan = _rastore.fill_plan(url, settings, eltype, elbyte, dims, trailer)
     frames = tuple(stop - start for _, start, stop in _rastore.fill_frames(plan))
     if now:
@@ -517,4 +563,4 @@ def _fill(url, x, eltype, elbyte, dims, trailer, storage_options, now):
         if started is not None and not ended:
             _Uploads.abort(key, started, settings)
 
-    return job, first, last, cleanup, (lambda: None)
+    return job, first, last, cleanup, (lambda: None), True

@@ -98,6 +98,174 @@ class S3Server:
         self.proc.wait()
 
 
+class SlowS3:
+    """A proxy in front of the S3 server that holds chosen requests, as a slow network
+    or a slow server would: ``hold_tail`` sends a request on but for its last bytes,
+    which it sends ``seconds`` later (the server has begun the request, and finishes it
+    even if the client gave up meanwhile: the connection to the server stays open until
+    it answered, as a load balancer's would);
+    ``hold_answer`` sends the server's answer ``seconds`` late (the server has finished
+    the request); ``refuse`` answers ``status`` itself. A rule matches ``(method,
+    target)``, e.g. ``("PUT", "/bkt/x.ra?partNumber=1&uploadId=...")``; it creates the
+    file ``mark`` once it has the whole request, and acts only once the file ``after``
+    exists (files, so that other processes can wait on them). ``log`` lists each
+    request's (method, target, what was done) as it arrives."""
+
+    def __init__(self, server):
+        import socket
+        import threading
+
+        self.server, self.rules, self.log = server, [], []
+        self._threads, self._lock, self._closed = [], threading.Lock(), threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.1)
+        self.port = self._listener.getsockname()[1]
+        self._accepting = threading.Thread(target=self._accept, daemon=True)
+        self._accepting.start()
+
+    @property
+    def options(self):
+        return {**self.server.options, "endpoint_url": f"http://127.0.0.1:{self.port}"}
+
+    def url(self, key):
+        return self.server.url(key)
+
+    def pending_uploads(self):
+        return self.server.pending_uploads()
+
+    def hold_tail(self, match, seconds, mark=None, after=None):
+        self.rules.append((match, "tail", seconds, mark, after))
+
+    def hold_answer(self, match, seconds, mark=None, after=None):
+        self.rules.append((match, "answer", seconds, mark, after))
+
+    def refuse(self, match, status=400, mark=None, after=None):
+        self.rules.append((match, "refuse", status, mark, after))
+
+    def _accept(self):
+        import threading
+
+        import socket
+
+        while not self._closed.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except socket.timeout:
+                continue
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            with self._lock:
+                self._threads.append(t)
+            t.start()
+
+    def _serve(self, client):
+        import socket
+        import threading
+
+        upstream = socket.create_connection(("127.0.0.1", self.server.port))
+        late = {"seconds": 0.0, "answered": threading.Event()}
+        answers = threading.Thread(target=self._answers, args=(upstream, client, late),
+                                   daemon=True)
+        answers.start()
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    chunk = client.recv(1 << 20)
+                    if not chunk:
+                        return
+                    buf += chunk
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                head += b"\r\n\r\n"
+                lines = head.decode("latin-1").split("\r\n")
+                method, target = lines[0].split(" ")[:2]
+                length = next((int(v) for k, _, v in (ln.partition(":") for ln in lines[1:])
+                               if k.strip().lower() == "content-length"), 0)
+                while len(buf) < length:
+                    chunk = client.recv(1 << 20)
+                    if not chunk:
+                        break
+                    buf += chunk
+                body, buf = buf[:length], buf[length:]
+                rule = next((r for r in self.rules if r[0](method, target)), None)
+                action = "pass" if rule is None else rule[1]
+                self.log.append((method, target, action))
+                if rule is not None and rule[3] is not None:
+                    pathlib.Path(rule[3]).touch()
+                if rule is not None and rule[4] is not None:
+                    wait_for_file(rule[4])
+                if action == "refuse":
+                    client.sendall(f"HTTP/1.1 {rule[2]} Refused\r\ncontent-length: 0\r\n\r\n"
+                                   .encode())
+                    continue
+                if action == "answer":
+                    late["seconds"] = rule[2]
+                if action == "tail":
+                    cut = max(len(body) - 4096, 0)
+                    late["answered"].clear()
+                    upstream.sendall(head + body[:cut])
+                    time.sleep(rule[2])
+                    upstream.sendall(body[cut:])
+                    # The server finishes the request, whether or not the client
+                    # still waits for its answer (as one behind a proxy of its own
+                    # would): the connection closes only once it answered.
+                    late["answered"].wait(60)
+                else:
+                    upstream.sendall(head + body)
+        except OSError:
+            pass
+        finally:
+            # What was sent reaches the server, as a network delivers it: the server
+            # answers, then the connection closes.
+            try:
+                upstream.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            answers.join()
+            client.close()
+            upstream.close()
+
+    @staticmethod
+    def _answers(upstream, client, late):
+        while True:
+            data = upstream.recv(1 << 20)
+            if not data:
+                return
+            if late["seconds"]:
+                time.sleep(late["seconds"])
+                late["seconds"] = 0.0
+            late["answered"].set()
+            try:
+                client.sendall(data)
+            except OSError:
+                pass
+
+    def close(self):
+        """Stops accepting, and waits until every request held has reached the server
+        and been answered."""
+        self._closed.set()
+        self._accepting.join()
+        self._listener.close()
+        for t in self._threads:
+            t.join(timeout=60)
+
+
+def wait_for_file(path, seconds=60):
+    """Waits until ``path`` exists (a mark another process makes); raises after
+    ``seconds``."""
+    end = time.monotonic() + seconds
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            raise TimeoutError(f"no {path} after {seconds} s")
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def slow_s3(s3):
+    proxy = SlowS3(s3)
+    yield proxy
+    proxy.close()
+
+
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory):
     binary = _s3s_fs()

@@ -1,5 +1,6 @@
 """rastore.Array, to_dask and writes of Dask arrays, on a real distributed.LocalCluster
 with 2 worker processes, locally and on a real S3 server (s3s-fs)."""
+import itertools
 import os
 import pickle
 import sys
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 import rastore
-from conftest import fails_late_on_block_two, fails_on_block_two
+from conftest import fails_late_on_block_two, fails_on_block_two, wait_for_file
 
 if os.environ.get("CI"):
     import dask.array as da  # CI installs rastore[dask]: its absence is a failure there
@@ -372,3 +373,135 @@ def test_a_failing_block_aborts_the_s3_upload(s3, client):
         rastore.write(s3.url("bad.ra"), x, storage_options=o)
     assert not s3.object("bad.ra").exists()
     assert s3.pending_uploads() == []
+
+
+# --- Requests in flight when an upload fails (SlowS3 holds them) ----------------------
+
+
+def _part(n):
+    return lambda method, target: method == "PUT" and f"partNumber={n}&" in target
+
+
+def _first_part():
+    """Matches the first part an upload sends, whichever it is (Dask orders the
+    blocks)."""
+    count = itertools.count()
+    return lambda method, target: (method == "PUT" and "partNumber=" in target
+                                   and next(count) == 0)
+
+
+def _fails_on_block_two_once(block, mark, block_info=None):
+    """Raises on block 2 once the file ``mark`` exists (a request is held in flight)."""
+    if block_info is not None and block_info[0]["chunk-location"][-1] == 2:
+        wait_for_file(mark)
+        raise ValueError("block 2 is bad")
+    return block
+
+
+def test_a_whole_upload_aborts_only_once_its_parts_in_flight_ended(slow_s3, tmp_path):
+    # Part 3 is refused once part 1 was sent but for its last bytes, which are on their
+    # way: the abort must wait for part 1, which the server finishes storing anyway.
+    before = set(slow_s3.pending_uploads())
+    slow_s3.hold_tail(_part(1), 1.5, mark=tmp_path / "part-1-sent")
+    slow_s3.refuse(_part(3), after=tmp_path / "part-1-sent")
+    a = np.ones((1024, 1024, 12), dtype="f4")  # 48 MiB: 4 parts of at most 16 MiB
+    with pytest.raises(rastore.Error, match="part 3"):
+        rastore.write(slow_s3.url("whole.ra"), a, storage_options=slow_s3.options)
+    slow_s3.close()
+    held = [(t.split("?")[1].split("&")[0], what) for m, t, what in slow_s3.log
+            if what != "pass"]
+    assert sorted(held) == [("partNumber=1", "tail"), ("partNumber=3", "refuse")]
+    assert set(slow_s3.pending_uploads()) == before
+    assert not slow_s3.server.object("whole.ra").exists()
+
+
+def test_a_part_whose_request_would_time_out_is_waited_for_before_the_abort(slow_s3, tmp_path):
+    # The client's timeout (0.5 s) passes while part 1's last bytes are on their way
+    # (1.5 s): a client that gave up on it, and aborted, would leave part 1 stored after
+    # the abort. The requests of an upload wait for their answer instead.
+    before = set(slow_s3.pending_uploads())
+    slow_s3.hold_tail(_first_part(), 1.5, mark=tmp_path / "sent")
+    x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    x = x.map_blocks(_fails_on_block_two_once, mark=str(tmp_path / "sent"), dtype="f4")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="block 2 is bad"), \
+                dask.config.set(scheduler="threads", num_workers=4):
+            rastore.write(slow_s3.url("patient.ra"), x,
+                          storage_options={**slow_s3.options, "timeout": "0.5s"})
+    slow_s3.close()
+    assert [what for _, _, what in slow_s3.log].count("tail") == 1
+    assert _no_cleanup_warnings(record) == []
+    assert set(slow_s3.pending_uploads()) == before
+
+
+def test_a_completion_in_flight_when_another_write_fails_is_waited_for(slow_s3, tmp_path):
+    # One variable's upload is being completed (the server did, its answer is on its
+    # way) when the other's block 2 fails: the completed upload is not aborted too.
+    xr = pytest.importorskip("xarray")
+    before = set(slow_s3.pending_uploads())
+
+    def completing(method, target):
+        return method == "POST" and "/good.ra?uploadId=" in target
+
+    slow_s3.hold_answer(completing, 1.5, mark=tmp_path / "completing")
+    good = xr.DataArray(da.ones((8, 8, 4), chunks=(8, 8, 4), dtype="f4"), dims=("x", "y", "t"))
+    bad = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    bad = bad.map_blocks(_fails_on_block_two_once, mark=str(tmp_path / "completing"), dtype="f4")
+    bad = xr.DataArray(bad, dims=("a", "b", "c"))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="block 2 is bad"), \
+                dask.config.set(scheduler="threads", num_workers=4):
+            rastore.write(slow_s3.url("held/"), xr.Dataset({"good": good, "bad": bad}),
+                          storage_options=slow_s3.options)
+    slow_s3.close()
+    assert [what for m, t, what in slow_s3.log if completing(m, t)] == ["answer"]
+    assert _no_cleanup_warnings(record) == []
+    assert set(slow_s3.pending_uploads()) == before
+    assert not slow_s3.server.object("held/good.ra").exists()
+
+
+def test_under_the_processes_scheduler_the_abort_waits_for_the_pool(slow_s3, tmp_path):
+    # A part is on its way from a process of the pool when block 2 fails in another:
+    # the abort waits until the pool's tasks ended.
+    before = set(slow_s3.pending_uploads())
+    slow_s3.hold_tail(_first_part(), 3.0, mark=tmp_path / "sent")
+    x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    x = x.map_blocks(_fails_on_block_two_once, mark=str(tmp_path / "sent"), dtype="f4")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="block 2 is bad"), \
+                dask.config.set(scheduler="processes", num_workers=2, chunksize=1):
+            rastore.write(slow_s3.url("pool.ra"), x, storage_options=slow_s3.options)
+    slow_s3.close()
+    assert [what for _, _, what in slow_s3.log].count("tail") == 1
+    assert _no_cleanup_warnings(record) == []
+    assert set(slow_s3.pending_uploads()) == before
+    assert not slow_s3.server.object("pool.ra").exists()
+
+
+def test_a_worker_that_joins_after_an_upload_failed_sends_nothing_of_it(slow_s3, cluster,
+                                                                       client):
+    # The failed write runs again on a worker that was not there when it was stopped:
+    # it begins no upload and sends no part.
+    before = set(slow_s3.pending_uploads())
+    x = da.ones((1024, 1024, 48), chunks=(1024, 1024, 4), dtype="f4")
+    x = x.map_blocks(fails_on_block_two, dtype="f4")
+    w = rastore.write(slow_s3.url("joined.ra"), x, storage_options=slow_s3.options,
+                      compute=False)
+    with pytest.raises(ValueError, match="block 2 is bad"):
+        dask.compute(w)
+    w.cleanup()
+    old = set(client.scheduler_info()["workers"])
+    cluster.scale(3)
+    try:
+        client.wait_for_workers(3, timeout=120)
+        new = sorted(set(client.scheduler_info()["workers"]) - old)
+        seen = len(slow_s3.log)
+        with pytest.raises((ValueError, RuntimeError)):
+            dask.compute(w, workers=new)
+        assert slow_s3.log[seen:] == []
+    finally:
+        cluster.scale(2)
+    assert set(slow_s3.pending_uploads()) == before

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
-use object_store::{BackoffConfig, ClientOptions, ObjectStoreExt, RetryConfig};
+use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStoreExt, RetryConfig};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -75,7 +75,8 @@ pub struct RemoteOptions {
     pub part_bytes: u64,
     /// Retries of a failed request (5xx, dropped connection, timeout), with backoff.
     pub retries: usize,
-    /// Time allowed for one request.
+    /// Time allowed for one request, but for those of an upload, which wait for their
+    /// answer (see `upload_store`).
     pub timeout: Duration,
     /// AWS settings that override the environment's, by object_store's names:
     /// `("aws_endpoint", "http://127.0.0.1:9000")`, `("aws_access_key_id", ..)`,
@@ -200,8 +201,31 @@ fn install_tls_provider() {
     });
 }
 
-/// The bucket's store, configured from the environment, with `options`' retries.
+/// The bucket's store, configured from the environment, with `options`' retries and
+/// timeout.
 pub(crate) fn store(url: &S3Url, options: &RemoteOptions) -> Result<Arc<AmazonS3>> {
+    build_store(url, options, Some(options.timeout))
+}
+
+/// The store for the requests of an upload (its beginning, parts, completion, abort):
+/// as [`store`], but no request is given up on once it may have reached the server.
+/// A request the client abandons (a timeout) may still be carried out: a part whose
+/// bytes were on their way is stored after the upload was aborted, and stays (S3 asks
+/// for the abort to be repeated; s3s-fs keeps it for good), a beginning leaves an
+/// upload whose id nobody knows. So these requests have no request or read timeout (a
+/// `timeout` or `read_timeout` setting is not applied to them): each ends with the
+/// server's answer, or with its connection failing. Connecting still times out (then
+/// nothing was sent), and failures the server answered are retried as elsewhere.
+pub(crate) fn upload_store(url: &S3Url, options: &RemoteOptions) -> Result<Arc<AmazonS3>> {
+    build_store(url, options, None)
+}
+
+/// A store whose requests time out after `timeout`, or wait for their answer if None.
+fn build_store(
+    url: &S3Url,
+    options: &RemoteOptions,
+    timeout: Option<Duration>,
+) -> Result<Arc<AmazonS3>> {
     install_tls_provider();
     let retry = RetryConfig {
         backoff: BackoffConfig {
@@ -222,9 +246,12 @@ pub(crate) fn store(url: &S3Url, options: &RemoteOptions) -> Result<Arc<AmazonS3
         .or_else(|| std::env::var("AWS_ALLOW_HTTP").ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let client = ClientOptions::new()
-        .with_timeout(options.timeout)
         .with_connect_timeout(Duration::from_secs(10))
         .with_allow_http(allow_http);
+    let client = match timeout {
+        Some(t) => client.with_timeout(t),
+        None => client.with_timeout_disabled(),
+    };
     let mut builder = AmazonS3Builder::from_env()
         .with_bucket_name(&url.bucket)
         .with_retry(retry)
@@ -237,6 +264,13 @@ pub(crate) fn store(url: &S3Url, options: &RemoteOptions) -> Result<Arc<AmazonS3
         let key: AmazonS3ConfigKey = k.parse().map_err(|e: object_store::Error| {
             Error::from(ErrorKind::InvalidArgument(format!("S3 setting {k:?}: {e}")))
         })?;
+        let gives_up = matches!(
+            key,
+            AmazonS3ConfigKey::Client(ClientConfigKey::Timeout | ClientConfigKey::ReadTimeout)
+        );
+        if gives_up && timeout.is_none() {
+            continue;
+        }
         builder = builder.with_config(key, v);
     }
     builder.build().map(Arc::new).map_err(|e| {

@@ -13,7 +13,7 @@ use object_store::multipart::{MultipartStore, PartId};
 use object_store::PutPayload;
 use yaml_rust2::{Yaml, YamlLoader};
 
-use super::client::{remote_err, runtime, store, RemoteOptions, S3Url, MIN_PART_BYTES};
+use super::client::{remote_err, runtime, upload_store, RemoteOptions, S3Url, MIN_PART_BYTES};
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result, ResultExt};
 use crate::header::Header;
@@ -107,7 +107,7 @@ impl FillToken {
     /// with the upload's id.
     pub fn start(mut self, options: &RemoteOptions) -> Result<FillToken> {
         let u = S3Url::parse(&self.url)?;
-        let store = store(&u, options)?;
+        let store = upload_store(&u, options)?;
         self.upload_id = runtime()?
             .block_on(store.create_multipart(&u.path()))
             .map_err(remote_err("create multipart upload", &u))?;
@@ -175,7 +175,7 @@ impl FillToken {
             pieces.push(Bytes::from(self.trailer.clone()));
         }
         let u = S3Url::parse(&self.url)?;
-        let store = store(&u, options)?;
+        let store = upload_store(&u, options)?;
         let payload: PutPayload = pieces.into_iter().collect();
         let id = runtime()?
             .block_on(store.put_part(&u.path(), &self.upload_id, (part - 1) as usize, payload))
@@ -199,7 +199,7 @@ impl FillToken {
             .into());
         }
         let u = S3Url::parse(&self.url)?;
-        let store = store(&u, options)?;
+        let store = upload_store(&u, options)?;
         let parts: Vec<PartId> = sorted
             .into_iter()
             .map(|(_, e)| PartId { content_id: e })
@@ -216,7 +216,7 @@ impl FillToken {
     /// Aborts the upload: its parts are discarded and nothing appears under the key.
     pub fn abort(&self, options: &RemoteOptions) -> Result<()> {
         let u = S3Url::parse(&self.url)?;
-        let store = store(&u, options)?;
+        let store = upload_store(&u, options)?;
         runtime()?
             .block_on(store.abort_multipart(&u.path(), &self.upload_id))
             .map_err(remote_err("abort multipart upload", &u))

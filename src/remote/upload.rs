@@ -2,15 +2,18 @@
 
 use std::fs::File;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use object_store::aws::AmazonS3;
 use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStoreExt, PutPayload};
 
-use super::client::{remote_err, runtime, store, RemoteOptions, S3Url, MIN_PART_BYTES};
+use super::client::{
+    remote_err, runtime, store, upload_store, RemoteOptions, S3Url, MIN_PART_BYTES,
+};
 use crate::error::{io_at, Error, ErrorKind, Result};
 use crate::header::Header;
 
@@ -96,7 +99,6 @@ pub fn upload_bytes(
 
 fn upload(src: &dyn Source, url: &str, options: &RemoteOptions) -> Result<u64> {
     let url = S3Url::parse(url)?;
-    let store = store(&url, options)?;
     let path = url.path();
     let len = src.len()?;
     let part = options.part_bytes.max(MIN_PART_BYTES);
@@ -104,10 +106,11 @@ fn upload(src: &dyn Source, url: &str, options: &RemoteOptions) -> Result<u64> {
     if len <= part {
         let mut buf = vec![0u8; len as usize];
         src.read(0, &mut buf)?;
-        rt.block_on(store.put(&path, PutPayload::from(buf)))
+        rt.block_on(store(&url, options)?.put(&path, PutPayload::from(buf)))
             .map_err(remote_err("put", &url))?;
         return Ok(len);
     }
+    let store = upload_store(&url, options)?;
     let id = rt
         .block_on(store.create_multipart(&path))
         .map_err(remote_err("create multipart upload", &url))?;
@@ -121,13 +124,19 @@ fn upload(src: &dyn Source, url: &str, options: &RemoteOptions) -> Result<u64> {
             .map(|_| len)
             .map_err(remote_err("complete multipart upload", &url)),
         Err(e) => {
-            // Best effort: the error that stopped the upload is the one to report.
+            // No part is in flight any more (put_parts waited for them all), and none
+            // is sent after. Best effort: the error that stopped the upload is the one
+            // to report.
             let _ = rt.block_on(store.abort_multipart(&path, &id));
             Err(e.at(url.shown()))
         }
     }
 }
 
+/// Puts every part, `concurrency` at a time; their ids in order. After a part fails no
+/// other part begins, and those being sent are waited for, so that the caller aborts the
+/// upload when none is in flight: a part that reached the server after the abort would
+/// stay there. The error is the first part's to fail.
 #[allow(clippy::too_many_arguments)]
 async fn put_parts(
     store: &Arc<AmazonS3>,
@@ -139,25 +148,41 @@ async fn put_parts(
     parts: u64,
     options: &RemoteOptions,
 ) -> Result<Vec<PartId>> {
-    let mut ids: Vec<(usize, PartId)> = futures::stream::iter(0..parts)
+    let failed = &AtomicBool::new(false);
+    let done: Vec<Result<Option<(usize, PartId)>>> = futures::stream::iter(0..parts)
         .map(|i| async move {
-            let at = i * part;
-            let mut buf = vec![0u8; (len - at).min(part) as usize];
-            src.read(at, &mut buf)?;
-            let pid = store
-                .put_part(path, id, i as usize, PutPayload::from(buf))
-                .await
-                .map_err(|e| {
-                    Error::from(ErrorKind::Remote {
-                        op: "put part",
-                        detail: format!("part {}: {e}", i + 1),
+            if failed.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let put = async {
+                let at = i * part;
+                let mut buf = vec![0u8; (len - at).min(part) as usize];
+                src.read(at, &mut buf)?;
+                store
+                    .put_part(path, id, i as usize, PutPayload::from(buf))
+                    .await
+                    .map_err(|e| {
+                        Error::from(ErrorKind::Remote {
+                            op: "put part",
+                            detail: format!("part {}: {e}", i + 1),
+                        })
                     })
-                })?;
-            Ok::<_, Error>((i as usize, pid))
+            };
+            match put.await {
+                Ok(pid) => Ok(Some((i as usize, pid))),
+                Err(e) => {
+                    failed.store(true, Ordering::SeqCst);
+                    Err(e)
+                }
+            }
         })
         .buffer_unordered(options.concurrency.max(1))
-        .try_collect()
-        .await?;
+        .collect()
+        .await;
+    let mut ids = Vec::with_capacity(done.len());
+    for d in done {
+        ids.extend(d?);
+    }
     ids.sort_by_key(|(i, _)| *i);
     Ok(ids.into_iter().map(|(_, p)| p).collect())
 }
