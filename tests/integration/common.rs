@@ -65,6 +65,18 @@ pub fn words_be(ws: &[u64]) -> Vec<u8> {
 
 pub const MAGIC: u64 = rastore::MAGIC;
 
+/// Writes a C-order float32 `.npy` of `shape` (every byte 7) at `path`: an input whose
+/// conversion to `.ra` (a transpose) takes long enough to be interrupted. The tests that
+/// signal or kill `ra` mid-conversion are Unix ones.
+#[cfg(unix)]
+pub fn slow_npy(path: &std::path::Path, shape: &[u64]) {
+    let descr = rastore::formats::npy::Descr::parse("'<f4'").unwrap();
+    let mut bytes = rastore::formats::npy::NpyHeader::encode(&descr, false, shape);
+    let data: u64 = shape.iter().product::<u64>() * 4;
+    bytes.resize(bytes.len() + data as usize, 7);
+    std::fs::write(path, &bytes).unwrap();
+}
+
 /// A fresh temporary directory.
 pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")

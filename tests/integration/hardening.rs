@@ -379,14 +379,7 @@ fn a_killed_convert_leaves_nothing_beside_the_destination() {
     let d = tmp();
     let input = d.path().join("big.npy");
     // A C-order .npy of 192 MiB: the transpose takes long enough to be killed in.
-    let mut header = rastore::formats::npy::NpyHeader::encode(
-        &rastore::formats::npy::Descr::parse("'<f4'").unwrap(),
-        false,
-        &[4096, 4096, 3],
-    );
-    header.resize(header.len() + 4096 * 4096 * 3 * 4, 7);
-    std::fs::write(&input, &header).unwrap();
-    drop(header);
+    crate::common::slow_npy(&input, &[4096, 4096, 3]);
     let out = d.path().join("out.ra");
     let mut killed = 0;
     for delay_ms in [30u64, 80, 150, 250, 400] {

@@ -225,14 +225,7 @@ mod unix {
     fn sigterm_during_a_ra_conversion_leaves_no_file_and_exits_143() {
         let d = tmp();
         let input = d.path().join("c.npy");
-        let mut bytes = rastore::formats::npy::NpyHeader::encode(
-            &rastore::formats::npy::Descr::parse("'<f4'").unwrap(),
-            false,
-            &[4096, 4096, 4],
-        );
-        bytes.resize(bytes.len() + 4096 * 4096 * 4 * 4, 7);
-        std::fs::write(&input, &bytes).unwrap();
-        drop(bytes);
+        crate::common::slow_npy(&input, &[4096, 4096, 4]);
         let args: Vec<String> = vec![
             "convert".into(),
             s(&input).into(),
