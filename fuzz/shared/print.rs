@@ -104,6 +104,6 @@ fn run(f: &ValidFile, h: &Header, path: &std::path::Path) {
         );
     }
     let trailer = rastore::read_metadata(path).expect("a valid file's trailer");
-    let text = rastore::formats::ndl::describe("print.ra", h, &trailer);
+    let text = rastore::ndl::describe("print.ra", h, &trailer);
     assert!(text.starts_with("---"), "{text}");
 }

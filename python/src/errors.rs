@@ -66,8 +66,7 @@ pub fn to_py(e: rastore::Error) -> PyErr {
         )),
         // No format rastore reads: the message lists those it does.
         ErrorKind::NotRawArray { found, .. }
-            if found.map(rastore::formats::sniff::support)
-                != Some(rastore::formats::sniff::Support::Read) =>
+            if found.map(rastore::sniff::support) != Some(rastore::sniff::Support::Read) =>
         {
             Error::new_err(format!("{e}; rastore.convert converts between them"))
         }

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rastore::convert::npy::NpySource;
 use rastore::convert::{ConvertOptions, Desc, Format, Source};
 use rastore::formats::npy::Descr;
+use rastore::formats::npy::NpySource;
 use rastore::{CreateOptions, DType, Header, WriteOptions};
 
 use crate::errors::{error, to_py};
@@ -356,7 +356,7 @@ fn type_name(eltype: u64, elbyte: u64) -> String {
 /// `elbyte` bytes, as `ra convert` writes it.
 #[pyfunction]
 fn descr_of(trailer: &[u8], elbyte: u64) -> Option<String> {
-    rastore::formats::ndl::numpy_descr(trailer, elbyte).map(|d| d.to_python())
+    rastore::ndl::numpy_descr(trailer, elbyte).map(|d| d.to_python())
 }
 
 /// The NDL trailer that records a NumPy descr (given as Python source) for data of
@@ -373,6 +373,6 @@ fn descr_trailer<'py>(
     let descr = Descr::parse(descr).map_err(to_py)?;
     Ok(PyBytes::new(
         py,
-        &rastore::formats::ndl::descr_trailer(&header, &descr),
+        &rastore::ndl::descr_trailer(&header, &descr),
     ))
 }

@@ -53,7 +53,7 @@ pub fn is_npy(path: &std::path::Path) -> bool {
     let mut magic = [0u8; 6];
     std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok_and(|()| rastore::formats::sniff::is_npy(&magic))
+        .is_ok_and(|()| rastore::sniff::is_npy(&magic))
 }
 
 /// Why the data cannot be used in place, if it cannot.

@@ -5,8 +5,8 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use rastore::formats::ndl;
 use rastore::formats::npy::Descr;
+use rastore::ndl;
 use rastore::{DType, Header};
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::Yaml;

@@ -19,7 +19,7 @@ fn no_zarr(path: &Path) -> Error {
 
 #[cfg(feature = "zarr")]
 pub(super) fn open_zarr(path: &Path, options: &ConvertOptions) -> Result<Box<dyn Source>> {
-    Ok(Box::new(super::zarr::ZarrSource::open(
+    Ok(Box::new(crate::formats::zarr::engine::ZarrSource::open(
         &options.zarr_at(path),
     )?))
 }
@@ -38,13 +38,15 @@ pub(crate) fn open_local(
 ) -> Result<Box<dyn Source>> {
     Ok(match Format::of(path)? {
         Format::Ra => Box::new(super::ra::RaSource::open(path)?),
-        Format::Npy => Box::new(super::npy::NpySource::open(path)?),
-        Format::Png => super::png::open(path)?,
+        Format::Npy => Box::new(crate::formats::npy::NpySource::open(path)?),
+        Format::Png => crate::formats::png::engine::open(path)?,
         Format::Zarr => open_zarr(path, options)?,
         Format::Npz => {
-            let members = super::npz::members(path)?;
+            let members = crate::formats::npz::engine::members(path)?;
             match members.as_slice() {
-                [(_, m)] => Box::new(super::npz::MemberSource::open(path, m, scratch)?),
+                [(_, m)] => Box::new(crate::formats::npz::engine::MemberSource::open(
+                    path, m, scratch,
+                )?),
                 _ => return Err(several(path, &members, None)),
             }
         }
@@ -79,7 +81,7 @@ pub(super) fn create_zarr(
     desc: Desc,
     options: &ConvertOptions,
 ) -> Result<Box<dyn Sink>> {
-    super::zarr::create(&options.zarr_at(path), desc, options)
+    crate::formats::zarr::engine::create(&options.zarr_at(path), desc, options)
 }
 
 #[cfg(not(feature = "zarr"))]
@@ -96,7 +98,7 @@ pub(super) fn check_fits(f: Format, desc: &Desc) -> Result<()> {
     match f {
         Format::Png => crate::formats::png::check(desc.dtype, &desc.dims).map(drop),
         Format::Npy => {
-            let descr = super::npy::descr_of(desc)?;
+            let descr = crate::formats::npy::engine::descr_of(desc)?;
             crate::formats::npy::check_numpy_shape(&desc.dims, descr.itemsize()?)
         }
         _ => Ok(()),
@@ -113,8 +115,8 @@ pub(crate) fn create_local(
     check_fits(f, &desc).map_err(|e| e.at(path))?;
     match f {
         Format::Ra => super::ra::create(path, desc, options),
-        Format::Npy => super::npy::create(path, desc, options),
-        Format::Png => super::png::create(path, desc, options),
+        Format::Npy => crate::formats::npy::engine::create(path, desc, options),
+        Format::Png => crate::formats::png::engine::create(path, desc, options),
         _ => create_zarr(path, desc, options),
     }
 }

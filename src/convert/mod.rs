@@ -15,12 +15,16 @@
 //! | format | source | sink |
 //! |---|---|---|
 //! | `.ra`, local | plain, big-endian, LZ4, LEB128, Julia Bools and BitArrays ([`ra`]) | plain, or one LZ4 block |
-//! | `.npy` | C and Fortran order, either byte order ([`npy`]) | Fortran order |
-//! | `.npz` | each member ([`npz`]) | of a dataset's arrays, stored |
-//! | PNG | decoded ([`png`]) | 8/16-bit, or scaled to gray |
-//! | Zarr v2 and v3, local or `s3://` | [`zarr`] (feature `zarr`); a group's arrays | v3: a group of one array, or bare; a dataset's group |
+//! | `.npy` | C and Fortran order, either byte order ([`npy`](crate::formats::npy)) | Fortran order |
+//! | `.npz` | each member ([`npz`](crate::formats::npz)) | of a dataset's arrays, stored |
+//! | PNG | decoded ([`png`](crate::formats::png)) | 8/16-bit, or scaled to gray |
+//! | Zarr v2 and v3, local or `s3://` | `formats::zarr` (feature `zarr`); a group's arrays | v3: a group of one array, or bare; a dataset's group |
 //! | dataset folders (FORMAT.md §10) | each variable | one `NAME.ra` per array of a tree |
 //! | `s3://` objects | `.ra` by ranged GETs; other formats downloaded ([`remote`], feature `s3`) | `.ra` as a multipart upload; others uploaded whole |
+//!
+//! Each format's source and sink live in its folder under [`crate::formats`]; the
+//! registry that names them is [`Format`] (magic numbers, output names) and `local.rs`
+//! (which source opens a file, which sink makes one).
 //!
 //! Inputs are told by their contents ([`Format::of`]), outputs by their names
 //! ([`Format::of_output`]). [`open`] and [`create`] make them; [`copy`] copies one
@@ -29,17 +33,14 @@
 //! [`write_array`] writes an array the caller holds in memory to any output, as
 //! [`convert()`] would.
 
-mod file;
+pub(crate) mod file;
 #[cfg(feature = "zarr")]
 mod group;
 mod local;
-mod memory;
-pub mod npy;
-pub mod npz;
+pub(crate) mod memory;
 mod open;
 mod options;
 mod plan;
-pub mod png;
 pub mod ra;
 #[cfg(feature = "zarr")]
 pub mod refs;
@@ -48,8 +49,6 @@ pub mod remote;
 mod route;
 mod select;
 mod stack;
-#[cfg(feature = "zarr")]
-pub mod zarr;
 
 use std::path::Path;
 

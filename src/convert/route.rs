@@ -111,7 +111,7 @@ fn npz_to_folder(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
-    let members = super::npz::members(input)?;
+    let members = crate::formats::npz::engine::members(input)?;
     match (Format::by_extension(out), members.as_slice()) {
         (Some(Format::Npz), _) => return Format::of_output(out).map(|_| Converted::default()),
         #[cfg(feature = "zarr")]
@@ -134,7 +134,7 @@ fn npz_to_folder(
                     crate::replace::parent_dir(out).to_path_buf()
                 }
             };
-            let source = super::npz::MemberSource::open(input, m, &scratch)?;
+            let source = crate::formats::npz::engine::MemberSource::open(input, m, &scratch)?;
             let sink = create(out, source.desc().clone(), options)?;
             return copy(Box::new(source), sink, progress);
         }
@@ -158,7 +158,7 @@ fn npz_to_folder(
     let mut result = Converted::default();
     let mut overall = Overall::default();
     for ((_, m), o) in members.iter().zip(&outputs) {
-        let source = super::npz::MemberSource::open(input, m, out)?;
+        let source = crate::formats::npz::engine::MemberSource::open(input, m, out)?;
         let sink = create_local(o, source.desc().clone(), options)?;
         let done = overall.copy(Box::new(source), sink, progress)?;
         result.stored_raw |= done.stored_raw;

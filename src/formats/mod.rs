@@ -1,20 +1,21 @@
-//! The formats around the RawArray core, their headers and codecs: NumPy's `.npy` and
-//! `.npz`, PNG images, NDL (the Ndarray Data Language) trailers, Zarr. Each is a
-//! source and a sink of the conversion engine, [`crate::convert`].
+//! The formats around the RawArray core. Each is one folder, `formats/NAME/`, holding
+//! its parser, its [`Source`](crate::convert::Source) and its
+//! [`Sink`](crate::convert::Sink) (`engine.rs`); besides the folder, only the engine's
+//! registry names it (`Format` in `convert/options.rs`: its magic number and its output
+//! names; `convert/local.rs`: which source opens it and which sink makes it).
 //!
 //! | format | module | reads | writes |
 //! |---|---|---|---|
-//! | NumPy `.npy` | [`npy`] | headers, data zero-copy ([`MappedNpy`](crate::MappedNpy)) | headers |
-//! | NumPy `.npz` | [`npz`] | its `.npy` members, stored or deflated | no |
+//! | NumPy `.npy` | [`npy`] | headers, data zero-copy ([`MappedNpy`](crate::MappedNpy)) | Fortran order |
+//! | NumPy `.npz` | [`npz`] | its `.npy` members, stored or deflated | a dataset's arrays, stored |
 //! | PNG | [`png`] | 1- to 16-bit images | 8- and 16-bit images |
-//! | NDL YAML trailers | [`ndl`] | shape, type, compound, attributes | the same |
-//! | what a file is, by its first bytes | [`sniff`] | | |
 //! | Zarr v3 and v2 (feature `zarr`) | `zarr` | v3 and v2 arrays, local or in S3 | v3 arrays |
+//!
+//! The `.ra` source and sink are the core's ([`crate::convert::ra`]), and so are the NDL
+//! trailers ([`crate::ndl`]) and content sniffing ([`crate::sniff`]).
 
-pub mod ndl;
 pub mod npy;
 pub mod npz;
 pub mod png;
-pub mod sniff;
 #[cfg(feature = "zarr")]
 pub mod zarr;

@@ -61,8 +61,7 @@ fn no_frames_with_trailer(p: &Path) {
 
 fn trailer_doc() -> Vec<u8> {
     let h = rastore::Header::new(DType::U32, &[16, 8, 0]).unwrap();
-    rastore::formats::ndl::edit_attributes(&h, b"", &[("units".into(), "counts".into())], &[])
-        .unwrap()
+    rastore::ndl::edit_attributes(&h, b"", &[("units".into(), "counts".into())], &[]).unwrap()
 }
 
 #[test]

@@ -108,7 +108,7 @@ fn padding_of_structured_elements_is_written_as_zeros() {
     assert_eq!(data[8], 1, "the fields are kept");
     // A .ra with dirty padding (written by hand) through every writer.
     let header = Header::new(DType::user(8), &[5]).unwrap();
-    let trailer = rastore::formats::ndl::descr_trailer(&header, &Descr::parse(PADDED).unwrap());
+    let trailer = rastore::ndl::descr_trailer(&header, &Descr::parse(PADDED).unwrap());
     let mut dirty = header.encode();
     dirty.extend(padded_elements(5));
     dirty.extend(&trailer);
@@ -313,7 +313,7 @@ fn reshape_updates_the_ndl_shape() {
     rastore::write(&f, &Array1::<f32>::zeros(12)).unwrap();
     ok(&["meta", s(&f), "--set-attr", "units=m"]);
     let shape_of = |yaml: &[u8]| -> Vec<i64> {
-        let doc = rastore::formats::ndl::parse_trailer(yaml).expect("NDL");
+        let doc = rastore::ndl::parse_trailer(yaml).expect("NDL");
         let nd = doc["ndarrays"]
             .as_hash()
             .unwrap()

@@ -215,11 +215,11 @@ fn zarr_dimension_names_go_both_ways() {
     let a = Array3::<f32>::zeros((4, 3, 2));
     let header = Header::new(rastore::DType::F32, &[4, 3, 2]).unwrap();
     let names: Vec<String> = ["x", "y", "time"].map(String::from).to_vec();
-    let trailer = rastore::formats::ndl::labeled_trailer(
+    let trailer = rastore::ndl::labeled_trailer(
         &header,
         None,
-        rastore::formats::ndl::parse_trailer(b"---\nunits: K\n").unwrap(),
-        vec![rastore::formats::ndl::dimcoords(&names)],
+        rastore::ndl::parse_trailer(b"---\nunits: K\n").unwrap(),
+        vec![rastore::ndl::dimcoords(&names)],
     );
     WriteOptions::new()
         .metadata(trailer)
@@ -252,7 +252,7 @@ fn zarr_dimension_names_go_both_ways() {
         let out = p(&format!("{store}.ra"));
         ok(&["convert", s(&p(&format!("{store}.zarr"))), s(&out)]);
         let trailer = rastore::read_metadata(&out).unwrap();
-        let got = rastore::formats::ndl::dimension_names(&trailer, 2);
+        let got = rastore::ndl::dimension_names(&trailer, 2);
         assert_eq!(got, Some(want.map(String::from).to_vec()), "{store}");
         let text = String::from_utf8_lossy(&trailer);
         assert!(!text.contains("_ARRAY_DIMENSIONS"), "{text}");

@@ -351,7 +351,7 @@ pub fn describe(a: &FileArg) -> Outcome {
         rastore::formats::npy::describe_npy(&name, &npy_header(&a.file)?)?
     } else {
         let (h, trailer) = rastore::read_header_and_metadata(&a.file)?;
-        rastore::formats::ndl::describe(&name, &h, &trailer)
+        rastore::ndl::describe(&name, &h, &trailer)
     };
     io::stdout().write_all(doc.as_bytes())?;
     Ok(())
@@ -581,11 +581,8 @@ pub fn meta(a: &MetaArgs) -> Outcome {
         let bytes = read_input(src)?;
         let (h, old) = rastore::read_header_and_metadata(&a.file)?;
         let elbyte = h.dtype().elbyte;
-        let needed = rastore::formats::ndl::numpy_descr(&old, elbyte);
-        if needed.is_some()
-            && rastore::formats::ndl::numpy_descr(&bytes, elbyte).is_none()
-            && !a.force
-        {
+        let needed = rastore::ndl::numpy_descr(&old, elbyte);
+        if needed.is_some() && rastore::ndl::numpy_descr(&bytes, elbyte).is_none() && !a.force {
             return Err(Fail::Data(format!(
                 "{}: the trailer describes the fields of its {} elements, and the new one \
                  does not: they would become opaque bytes (pass --force to drop it, or use \
@@ -609,7 +606,7 @@ pub fn meta(a: &MetaArgs) -> Outcome {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let (h, old) = rastore::read_header_and_metadata(&a.file)?;
-        let new = rastore::formats::ndl::edit_attributes(&h, &old, &set, &a.del_attr)
+        let new = rastore::ndl::edit_attributes(&h, &old, &set, &a.del_attr)
             .map_err(|e| e.at(&a.file))?;
         options.replace_metadata(&a.file, &new)?;
         return Ok(());

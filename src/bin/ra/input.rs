@@ -46,14 +46,14 @@ pub fn is_npy(path: &Path) -> bool {
     let mut magic = [0u8; 6];
     std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok_and(|()| rastore::formats::sniff::is_npy(&magic))
+        .is_ok_and(|()| rastore::sniff::is_npy(&magic))
 }
 
 impl Input {
     /// Opens `path` by its contents: a `.npy` as NumPy's format, else a `.ra`.
     pub fn open(path: &Path) -> rastore::Result<Input> {
         match Self::open_ra(path) {
-            Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::formats::sniff::NPY_NAME) => {
+            Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) => {
                 Self::open_npy(path)
             }
             r => r,

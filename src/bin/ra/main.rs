@@ -113,11 +113,11 @@ pub fn message(e: &rastore::Error) -> String {
         ErrorKind::Exists => "; pass --overwrite to replace it",
         ErrorKind::HardLinks { .. } => "; pass --split-links to replace this name only",
         ErrorKind::NotRawArray {
-            found: Some(rastore::formats::sniff::NPY_NAME),
+            found: Some(rastore::sniff::NPY_NAME),
             ..
         } => "; this command works on .ra files: `ra convert` the .npy to .ra first",
         ErrorKind::NotRawArray { found: Some(f), .. }
-            if rastore::formats::sniff::support(f) == rastore::formats::sniff::Support::Read =>
+            if rastore::sniff::support(f) == rastore::sniff::Support::Read =>
         {
             "; the read commands take .ra and .npy files, and `ra convert` turns .png, .npz and Zarr arrays into .ra"
         }

@@ -30,11 +30,7 @@ pub fn info(p: &Path) -> rastore::Result<rastore::info::FileInfo> {
 /// `ra describe` of an object: the header and the trailer (a suffix GET).
 pub fn describe(p: &Path) -> rastore::Result<String> {
     let r = RemoteRa::open(url(p))?;
-    Ok(rastore::formats::ndl::describe(
-        url(p),
-        r.header(),
-        &r.metadata()?,
-    ))
+    Ok(rastore::ndl::describe(url(p), r.header(), &r.metadata()?))
 }
 
 /// The variables of the dataset under the prefix `p` (`s3://bucket/run/`): its `.ra`

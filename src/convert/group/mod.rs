@@ -176,7 +176,7 @@ impl Tree {
     /// deflated member is inflated into the folder `scratch` when it is read.
     pub fn of_npz(input: &Path, scratch: &Path) -> Result<Tree> {
         let mut tree = Tree::new("an .npz", Map::new());
-        for (name, member) in super::npz::members(input)? {
+        for (name, member) in crate::formats::npz::engine::members(input)? {
             let m = Member::Npz {
                 archive: input.to_path_buf(),
                 member,
@@ -262,7 +262,11 @@ impl Tree {
             let source = open_member(name, m, Alone::No, options)?;
             let sink = if zarr {
                 let at = Location::Local(top.join(name));
-                super::zarr::create(&at, source.desc().clone(), &xarray(options, name, m))?
+                crate::formats::zarr::engine::create(
+                    &at,
+                    source.desc().clone(),
+                    &xarray(options, name, m),
+                )?
             } else {
                 let path = top.join(format!("{name}.ra"));
                 super::local::create_local(&path, source.desc().clone(), options)?
@@ -303,7 +307,7 @@ impl Tree {
             let mut overall = Overall::default();
             for (name, m) in &self.arrays {
                 let source = open_member(name, m, Alone::No, options)?;
-                let (temporary, ()) = super::npz::scratch(dir, "npy", |_| Ok(()))
+                let (temporary, ()) = crate::formats::npz::engine::scratch(dir, "npy", |_| Ok(()))
                     .map_err(io_at("create a scratch file", dir))?;
                 let scratch = temporary.path();
                 let sink = super::local::create_local(scratch, source.desc().clone(), options)?;
@@ -484,7 +488,7 @@ fn open_member(
             archive,
             member,
             scratch,
-        } => Ok(Box::new(super::npz::MemberSource::open(
+        } => Ok(Box::new(crate::formats::npz::engine::MemberSource::open(
             archive, member, scratch,
         )?)),
         Member::Zarr(p) => {
@@ -493,7 +497,10 @@ fn open_member(
                 Alone::Yes => Reading::OnlyOf(v),
                 Alone::No => Reading::Variable(v),
             };
-            let source = super::zarr::ZarrSource::open_member(&options.zarr_at(p), reading)?;
+            let source = crate::formats::zarr::engine::ZarrSource::open_member(
+                &options.zarr_at(p),
+                reading,
+            )?;
             Ok(Box::new(source))
         }
     }

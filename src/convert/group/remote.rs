@@ -217,7 +217,7 @@ pub(super) fn upload_group(
         for (name, m) in &tree.arrays {
             let source = open_member(name, m, Alone::No, options)?;
             let to = at(name);
-            let sink = crate::convert::zarr::create(
+            let sink = crate::formats::zarr::engine::create(
                 &to,
                 source.desc().clone(),
                 &xarray(options, name, m),

@@ -6,6 +6,7 @@
 //! Layout: `\x93NUMPY`, major, minor, header length (u16 for version 1, u32 for 2 and
 //! 3), the header (a Python dict literal padded with spaces and a newline), the data.
 
+pub(crate) mod engine;
 mod mapped;
 
 use yaml_rust2::Yaml;
@@ -16,6 +17,7 @@ use crate::header::Header;
 use crate::ndl::{displayable, document, int, s, storage_mut, to_text};
 
 pub use crate::descr::{Descr, Field};
+pub use engine::NpySource;
 pub use mapped::MappedNpy;
 
 /// The first six bytes of every `.npy` file.

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use crate::error::{io_at, Error, Result};
 
+pub(crate) mod engine;
 mod write;
 pub use write::NpzWriter;
 

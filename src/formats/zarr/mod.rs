@@ -21,6 +21,7 @@
 //! Zarr metadata is untrusted: its shapes, chunk grids and types are checked before
 //! anything is sized by them, and a bad store or chunk is an error naming it.
 
+pub(crate) mod engine;
 pub mod group;
 mod inplace;
 pub mod meta;

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::options::ConvertOptions;
-use super::{Block, Converted, Desc, Grain, Sink, Source};
+use crate::convert::ConvertOptions;
+use crate::convert::{Block, Converted, Desc, Grain, Sink, Source};
 use crate::error::{Error, ErrorKind, Result};
 use crate::formats::zarr::meta::Reading;
 use crate::formats::zarr::{Location, ZarrInput, ZarrWriter};

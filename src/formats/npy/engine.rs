@@ -8,9 +8,9 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::file::FileSink;
-use super::options::ConvertOptions;
-use super::{Block, Desc, Grain, Sink, Source};
+use crate::convert::file::FileSink;
+use crate::convert::ConvertOptions;
+use crate::convert::{Block, Desc, Grain, Sink, Source};
 use crate::dtype::{DType, Kind};
 use crate::error::{io_at, ErrorKind, Result, ResultExt};
 use crate::formats::npy::{self, Descr, NpyHeader};

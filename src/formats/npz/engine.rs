@@ -7,9 +7,9 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-use super::npy::NpySource;
-use super::{Block, Desc, Grain, Source};
+use crate::convert::{Block, Desc, Grain, Source};
 use crate::error::{io_at, Error, Result, ResultExt};
+use crate::formats::npy::NpySource;
 use crate::formats::npz::{self, Member};
 use crate::leftovers::Temporary;
 
@@ -80,7 +80,7 @@ impl MemberSource {
 
 /// A new scratch file in the folder `dir` (hidden, its name ending `.ext`), made by
 /// `make` (or left for a writer to make): a [`Temporary`], removed when dropped.
-pub(super) fn scratch<T>(
+pub(crate) fn scratch<T>(
     dir: &Path,
     ext: &str,
     make: impl FnMut(&Path) -> std::io::Result<T>,

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use super::memory::{MemorySink, MemorySource};
-use super::options::ConvertOptions;
-use super::{Converted, Desc, Sink, Source};
+use crate::convert::memory::{MemorySink, MemorySource};
+use crate::convert::ConvertOptions;
+use crate::convert::{Converted, Desc, Sink, Source};
 use crate::error::Result;
 use crate::formats::png;
 use crate::header::Header;

@@ -17,6 +17,8 @@
 //! allocated only what the data held. (Interlaced images decode whole, after a check
 //! that deflate's 1032:1 limit lets the file hold that much.)
 
+pub(crate) mod engine;
+
 use std::io::{BufRead, Seek, Write};
 use std::path::Path;
 
