@@ -135,10 +135,14 @@ impl MappedFileCore {
     #[pyo3(signature = (path, mode = "r", slab = None))]
     fn new(py: Python<'_>, path: PathBuf, mode: &str, slab: Option<(u64, u64)>) -> PyResult<Self> {
         let absolute = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
-        if (mode, slab) == ("r", None) && is_npy(&path) {
+        if (mode, slab) == ("r", None) && rastore::convert::placeable(&path) {
+            // A `.npy`, or another format's array that lies raw in its file.
             // SAFETY: as for `.ra` files below: np.load(mmap_mode="r")'s contract.
             let map = py
-                .detach(|| unsafe { MappedNpy::open(&path) })
+                .detach(|| {
+                    let placed = rastore::convert::placed(&path)?;
+                    unsafe { MappedNpy::open_placed(&placed) }
+                })
                 .map_err(to_py)?;
             return Ok(MappedFileCore {
                 map: Map::Npy(map),

@@ -40,6 +40,7 @@ mod local;
 pub(crate) mod memory;
 mod open;
 mod options;
+mod placed;
 mod plan;
 pub mod ra;
 #[cfg(feature = "zarr")]
@@ -58,6 +59,7 @@ use crate::error::Result;
 pub use file::write_box;
 pub use open::{create, open};
 pub use options::{array_name, is_zarr, ConvertOptions, Format};
+pub use placed::{member_path, placeable, placed, Placed};
 pub use plan::copy;
 pub use route::{convert, write_array};
 pub use select::{select, Pick};

@@ -10,9 +10,8 @@ use std::path::Path;
 use serde_json::Value;
 
 pub use super::options::array_name;
-use super::options::ConvertOptions;
+use super::options::{ConvertOptions, Format};
 use crate::error::{io_at, ErrorKind, Result};
-use crate::formats::npy;
 use crate::formats::zarr::{in_place, in_place_npy, InPlace, RaStorage, ReadRange};
 use crate::header::Header;
 use crate::sniff::is_npy;
@@ -47,7 +46,8 @@ pub fn frames_of_chunks(chunks: &[u64], dims: &[u64], axis: usize) -> Result<u64
 
 /// The view of `input` (`chunks`: see [`frames_of_chunks`]; default: the largest frame
 /// count that divides the frames within about 16 MiB) and a reader of its bytes: a
-/// `.ra`, or an uncompressed `.npy` (told by its first bytes) in C or Fortran order.
+/// `.ra`, or an uncompressed `.npy` (told by its first bytes) in C or Fortran order, or
+/// an array of another format that lies raw in its file ([`placed`](super::placed())).
 fn opened(
     input: &Path,
     chunks: Option<&[u64]>,
@@ -66,21 +66,15 @@ fn opened(
         let view = in_place(&h, &trailer, frames(h.dims(), axis)?, input, variable)?;
         return Ok((view, read));
     }
-    let file = File::open(input).map_err(io_at("open", input))?;
-    let len = file.metadata().map_err(io_at("stat", input))?.len();
+    let (path, member) = super::member_path(input);
+    let file = File::open(&path).map_err(io_at("open", &path))?;
+    let len = file.metadata().map_err(io_at("stat", &path))?.len();
     let mut head = [0u8; 6];
     let npy = crate::sys::read_exact_at(&file, &mut head, 0).is_ok() && is_npy(&head);
-    let view = if npy {
-        let nh = npy::read_header(&mut &file).map_err(|e| e.at(input))?;
-        let (_, nbytes) = nh.data_len().map_err(|e| e.at(input))?;
-        let end = nh.data_offset.saturating_add(nbytes);
-        if end > len {
-            return Err(crate::Error::from(ErrorKind::TruncatedData {
-                expected: end,
-                actual: len,
-            })
-            .at(input));
-        }
+    // Another format whose array lies raw: a NIfTI volume, a member of an archive.
+    let raw = member.is_some() || (!npy && Format::of(&path).is_ok_and(|f| f != Format::Ra));
+    let view = if npy || raw {
+        let nh = super::placed(input)?.layout;
         let axis = match nh.fortran_order || nh.shape.len() < 2 {
             true => nh.shape.len().saturating_sub(1),
             false => 0,

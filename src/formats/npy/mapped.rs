@@ -8,6 +8,7 @@ use memmap2::Mmap;
 use ndarray::ArrayViewD;
 
 use super::{read_header, NpyHeader};
+use crate::convert::Placed;
 use crate::dtype::Element;
 use crate::error::{io_at, Result, ResultExt};
 use crate::header::Header;
@@ -35,9 +36,34 @@ impl MappedNpy {
         let mut file = File::open(path).map_err(io_at("open", path))?;
         let len = file.metadata().map_err(io_at("stat", path))?.len();
         let header = read_header(&mut file).at(path)?;
+        // SAFETY: this function's contract.
+        unsafe { Self::map(path, &file, len, header) }
+    }
+
+    /// Maps the array of another format whose bytes lie raw in its file, where
+    /// [`placed`](crate::convert::placed()) found them: a NIfTI volume, a tensor of a
+    /// safetensors file.
+    ///
+    /// # Safety
+    ///
+    /// As for [`open`](Self::open).
+    pub unsafe fn open_placed(placed: &Placed) -> Result<MappedNpy> {
+        let path = &placed.file;
+        let file = File::open(path).map_err(io_at("open", path))?;
+        let len = file.metadata().map_err(io_at("stat", path))?.len();
+        // SAFETY: this function's contract.
+        unsafe { Self::map(path, &file, len, placed.layout.clone()) }
+    }
+
+    /// Maps `file` (`len` bytes, named `path`) whose data `header` describes.
+    ///
+    /// # Safety
+    ///
+    /// As for [`open`](Self::open).
+    unsafe fn map(path: &Path, file: &File, len: u64, header: NpyHeader) -> Result<MappedNpy> {
         let data_len = header.data_within(len).at(path)?;
         // SAFETY: as in `MappedRa::open`: this function's contract.
-        let map = unsafe { map_whole(&file, len) }.map_err(io_at("mmap", path))?;
+        let map = unsafe { map_whole(file, len) }.map_err(io_at("mmap", path))?;
         Ok(MappedNpy {
             map,
             header,

@@ -1,0 +1,92 @@
+//! Arrays of any format whose bytes lie raw in their file, in one run, as a `.npy`'s
+//! data does: where they are and how they are laid out ([`Placed`]), so that they are
+//! mapped in place ([`MappedNpy::open_placed`](crate::MappedNpy::open_placed),
+//! `rastore.open`) and read in place by Zarr readers (`ra refs`, `rastore.ZarrStore`).
+//!
+//! The layout is the one a `.npy` header describes ([`NpyHeader`]: a NumPy type with
+//! its byte order, C or Fortran order, the shape, the data's offset): each format's
+//! parser finds it in its own header, and refuses, naming why, an array whose bytes
+//! are not one raw run (compressed, chunked, scattered).
+//!
+//! A path may go on past its file to name one member of it, as `h5ls` names a
+//! dataset: `m.safetensors/NAME` ([`member_path`]).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use super::options::Format;
+use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
+use crate::formats::npy::{self, NpyHeader};
+
+/// An array whose bytes lie raw in `file`, laid out as `layout` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// The file that holds it.
+    pub file: PathBuf,
+    /// Its type, order, shape and offset, as a `.npy` header gives them.
+    pub layout: NpyHeader,
+}
+
+/// `path` split into the file it starts with and the member it names in that file, if
+/// it goes on past one (`m.safetensors/layers.0.weight` is the tensor
+/// `layers.0.weight` of `m.safetensors`; a member's name may hold `/`). A path that is
+/// a file, a folder or nothing at all is returned whole.
+pub fn member_path(path: &Path) -> (PathBuf, Option<String>) {
+    if path.exists() {
+        return (path.to_path_buf(), None);
+    }
+    let mut file = path.to_path_buf();
+    while file.pop() && !file.as_os_str().is_empty() {
+        if file.is_file() {
+            let rest = path.strip_prefix(&file).unwrap_or(path);
+            let name: Vec<String> = rest
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            return (file, Some(name.join("/")));
+        }
+        if file.is_dir() {
+            break;
+        }
+    }
+    (path.to_path_buf(), None)
+}
+
+/// Whether `path` names an array of a format that may lie raw in its file, or a
+/// member of a file: what [`placed`] answers for (anything else is mapped as a `.ra`,
+/// or refused as what it is).
+pub fn placeable(path: &Path) -> bool {
+    let (file, member) = member_path(path);
+    member.is_some() || matches!(Format::of(&file), Ok(Format::Npy))
+}
+
+/// Where the array `path` names lies raw, for a mapping or a Zarr reader: a `.npy`, or
+/// a member (see [`member_path`]) of a format that stores it raw. Refused, with what
+/// to do instead, for a format or an array that is not one raw run.
+pub fn placed(path: &Path) -> Result<Placed> {
+    let (file, member) = member_path(path);
+    let format = Format::of(&file)?;
+    let layout = match (format, member) {
+        (Format::Npy, None) => {
+            let mut f = File::open(&file).map_err(io_at("open", &file))?;
+            npy::read_header(&mut f).at(&file)?
+        }
+        (_, Some(name)) => {
+            return Err(Error::from(ErrorKind::Unsupported(format!(
+                "a member ({name:?}) of a file of this format: it holds one array"
+            )))
+            .at(&file))
+        }
+        (f, None) => {
+            return Err(Error::from(ErrorKind::Unsupported(format!(
+                "{f:?} in place: only raw data maps; `rastore.read` or `ra convert` it"
+            )))
+            .at(&file))
+        }
+    };
+    let len = std::fs::metadata(&file)
+        .map_err(io_at("stat", &file))?
+        .len();
+    layout.data_within(len).at(&file)?;
+    Ok(Placed { file, layout })
+}
