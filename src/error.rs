@@ -164,6 +164,17 @@ pub enum ErrorKind {
         /// What was wrong, with the numbers.
         detail: String,
     },
+    /// A file of another format (NIfTI, TIFF, safetensors, HDF5, ...) whose header or
+    /// index is wrong: which field, and what is wrong with it, with the numbers.
+    #[error("not a valid {format} file: {field}: {detail}")]
+    Malformed {
+        /// The format, as users name it: `NIfTI-1`, `TIFF`, `safetensors`.
+        format: &'static str,
+        /// The field or object at fault: `vox_offset`, `IFD 3 StripOffsets`, a tensor's name.
+        field: String,
+        /// What is wrong, with the numbers.
+        detail: String,
+    },
     /// The file is valid but this operation does not support its contents.
     #[error("unsupported: {0}")]
     Unsupported(String),
