@@ -13,14 +13,14 @@ pub const NPY_NAME: &str = "a NumPy .npy file";
 pub enum Support {
     /// It does (`.ra`, `.npy`, PNG, `.npz`).
     Read,
-    /// A format of arrays or images it does not read yet (HDF5, TIFF, MATLAB, ...).
+    /// A format of arrays or images it does not read yet (HDF5, MATLAB, ...).
     NotYet,
     /// Not a format of arrays (text, a compressed stream, an executable).
     NoArray,
 }
 
 /// What rastore reads, for messages that refuse something else.
-pub const READS: &str = ".ra, .npy, .npz, PNG, Zarr and dataset folders";
+pub const READS: &str = ".ra, .npy, .npz, PNG, TIFF, Zarr and dataset folders";
 
 /// `(leading bytes, what a file starting with them is, whether rastore reads it)`.
 const MAGICS: &[(&[u8], &str, Support)] = &[
@@ -37,8 +37,10 @@ const MAGICS: &[(&[u8], &str, Support)] = &[
     (b"\x89HDF\r\n\x1a\n", "an HDF5 file", Support::NotYet),
     (b"CDF\x01", "a netCDF classic file", Support::NotYet),
     (b"CDF\x02", "a netCDF 64-bit offset file", Support::NotYet),
-    (b"II*\0", "a TIFF image", Support::NotYet),
-    (b"MM\0*", "a TIFF image", Support::NotYet),
+    (b"II*\0", "a TIFF image", Support::Read),
+    (b"MM\0*", "a TIFF image", Support::Read),
+    (b"II+\0", "a BigTIFF image", Support::Read),
+    (b"MM\0+", "a BigTIFF image", Support::Read),
     (b"\xff\xd8\xff", "a JPEG image", Support::NotYet),
     (b"GIF8", "a GIF image", Support::NotYet),
     (b"\x1f\x8b", "a gzip stream", Support::NoArray),

@@ -108,6 +108,7 @@ fn format_of_name(path: PathBuf) -> Option<&'static str> {
     named_format(&path).map(|f| match f {
         Format::Npy => "npy",
         Format::Png => "png",
+        Format::Tiff => "tiff",
         Format::Npz => "npz",
         Format::Zarr => "zarr",
         Format::Ra => "ra",

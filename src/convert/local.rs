@@ -40,6 +40,7 @@ pub(crate) fn open_local(
         Format::Ra => Box::new(super::ra::RaSource::open(path)?),
         Format::Npy => Box::new(crate::formats::npy::NpySource::open(path)?),
         Format::Png => crate::formats::png::engine::open(path)?,
+        Format::Tiff => crate::formats::tiff::engine::open(path)?,
         Format::Zarr => open_zarr(path, options)?,
         Format::Npz => {
             let members = crate::formats::npz::engine::members(path)?;
@@ -97,6 +98,7 @@ pub(super) fn create_zarr(
 pub(super) fn check_fits(f: Format, desc: &Desc) -> Result<()> {
     match f {
         Format::Png => crate::formats::png::check(desc.dtype, &desc.dims).map(drop),
+        Format::Tiff => crate::formats::tiff::check(desc.dtype, &desc.dims).map(drop),
         Format::Npy => {
             let descr = crate::formats::npy::engine::descr_of(desc)?;
             crate::formats::npy::check_numpy_shape(&desc.dims, descr.itemsize()?)
@@ -117,6 +119,7 @@ pub(crate) fn create_local(
         Format::Ra => super::ra::create(path, desc, options),
         Format::Npy => crate::formats::npy::engine::create(path, desc, options),
         Format::Png => crate::formats::png::engine::create(path, desc, options),
+        Format::Tiff => crate::formats::tiff::engine::create(path, desc, options),
         _ => create_zarr(path, desc, options),
     }
 }

@@ -18,6 +18,8 @@ pub enum Format {
     Npy,
     /// PNG, `.png`.
     Png,
+    /// TIFF or BigTIFF, `.tif`, `.tiff`.
+    Tiff,
     /// NumPy's archive of `.npy` members, `.npz` (an input: a folder of `.ra` out).
     Npz,
     /// A Zarr array: a folder (or `s3://` prefix) holding `zarr.json` or `.zarray`,
@@ -65,6 +67,11 @@ impl Format {
             Some(Format::Npy)
         } else if starts(b"\x89PNG\r\n\x1a\n") {
             Some(Format::Png)
+        } else if [b"II*\0", b"MM\0*", b"II+\0", b"MM\0+"]
+            .iter()
+            .any(|m| starts(*m))
+        {
+            Some(Format::Tiff)
         } else if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") {
             Some(Format::Npz)
         } else {
@@ -80,8 +87,8 @@ impl Format {
         }
     }
 
-    /// The format `path`'s extension names (`.ra`, `.npy`, `.png`, `.npz`, `.zarr`, in
-    /// any case; a trailing `/` ignored), if any.
+    /// The format `path`'s extension names (`.ra`, `.npy`, `.png`, `.tif`, `.tiff`, `.npz`,
+    /// `.zarr`, in any case; a trailing `/` ignored), if any.
     pub fn by_extension(path: &Path) -> Option<Format> {
         let name = path.to_str()?.trim_end_matches(['/', '\\']);
         let ext = Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
@@ -89,6 +96,7 @@ impl Format {
             "ra" => Some(Format::Ra),
             "npy" => Some(Format::Npy),
             "png" => Some(Format::Png),
+            "tif" | "tiff" => Some(Format::Tiff),
             "npz" => Some(Format::Npz),
             "zarr" => Some(Format::Zarr),
             _ => None,

@@ -57,7 +57,7 @@ pub fn member_path(path: &Path) -> (PathBuf, Option<String>) {
 /// or refused as what it is).
 pub fn placeable(path: &Path) -> bool {
     let (file, member) = member_path(path);
-    member.is_some() || matches!(Format::of(&file), Ok(Format::Npy))
+    member.is_some() || matches!(Format::of(&file), Ok(Format::Npy | Format::Tiff))
 }
 
 /// Where the array `path` names lies raw, for a mapping or a Zarr reader: a `.npy`, or
@@ -71,6 +71,9 @@ pub fn placed(path: &Path) -> Result<Placed> {
             let mut f = File::open(&file).map_err(io_at("open", &file))?;
             npy::read_header(&mut f).at(&file)?
         }
+        (Format::Tiff, None) => crate::formats::tiff::parse_file(&file)?
+            .layout()
+            .at(&file)?,
         (_, Some(name)) => {
             return Err(Error::from(ErrorKind::Unsupported(format!(
                 "a member ({name:?}) of a file of this format: it holds one array"

@@ -44,6 +44,19 @@ impl NpySource {
             let mut r = crate::formats::npz::slice_reader(&file, start);
             npy::read_header(&mut r).at(path)?
         };
+        Self::laid_out(path, file, start, len, nh)
+    }
+
+    /// The array `nh` lays out (its data offset counted from `start`) in `file` (named
+    /// `path`), which holds `len` bytes from `start`: a `.npy`'s, or one that lies raw
+    /// in a file of another format ([`crate::convert::placed`]).
+    pub(crate) fn laid_out(
+        path: &Path,
+        file: File,
+        start: u64,
+        len: u64,
+        nh: NpyHeader,
+    ) -> Result<NpySource> {
         nh.data_within(len).at(path)?;
         let dtype = nh.descr.dtype().at(path)?;
         let header = Header::new(dtype, &nh.shape).at(path)?;

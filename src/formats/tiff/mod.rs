@@ -1,0 +1,580 @@
+//! TIFF images and stacks as RawArrays (docs/formats/tiff.md).
+//!
+//! Read through the image-rs `tiff` crate: classic TIFF and BigTIFF, either byte
+//! order, one or many pages, strips or tiles, uncompressed, LZW, Deflate or PackBits
+//! (with the horizontal or floating-point predictor), 8- to 64-bit integers and 16-,
+//! 32- and 64-bit floats, one or many samples per pixel, chunky or planar. The IFD
+//! walk, the tags and the decoding are the crate's; what rastore adds, reading tags
+//! through the crate's tag API, is the shape, the refusals and the in-place layout:
+//!
+//! - The logical shape is the one `tifffile.imread` shows: a page is `[height, width]`,
+//!   `[height, width, samples]` (chunky) or `[samples, height, width]` (planar); many
+//!   pages stack first, `[pages, ...]`; a tifffile "shaped" description
+//!   (`{"shape": [...]}` on the first page) that holds as many elements gives the shape.
+//!   Every page must have the first's shape and type: another is refused, by number.
+//! - Nothing is sized from a claim alone: every strip or tile must lie within the file,
+//!   and a page must not decode to more bytes than its stored bytes can expand to under
+//!   its compression (1:1 raw, 128:1 PackBits, 1032:1 Deflate, 4096:1 LZW), before
+//!   anything is allocated for it.
+//! - Uncompressed pages whose strips follow one another, page after page, are one raw
+//!   C-order run ([`Tiff::layout`]), where tifffile would memory-map the series: they are
+//!   read, mapped and served to Zarr readers in place.
+
+pub(crate) mod engine;
+mod write;
+
+use std::io::{Read, Seek};
+use std::path::Path;
+
+use tiff::decoder::{ChunkType, Decoder, Limits};
+use tiff::tags::Tag;
+use tiff::TiffError;
+
+use crate::descr::Descr;
+use crate::dtype::DType;
+use crate::error::{Error, ErrorKind, Result, ResultExt};
+use crate::formats::npy::NpyHeader;
+
+pub use write::{check, encode, Layout};
+
+/// The format's name in messages.
+const FORMAT: &str = "TIFF";
+
+/// The most tag-value bytes (strip offsets, descriptions) read for one tag.
+const TAG_VALUE_LIMIT: u64 = 256 << 20;
+
+/// A malformed field of a TIFF.
+fn malformed(field: impl Into<String>, detail: impl Into<String>) -> Error {
+    ErrorKind::Malformed {
+        format: FORMAT,
+        field: field.into(),
+        detail: detail.into(),
+    }
+    .into()
+}
+
+/// The `tiff` crate's error about `field`, as rastore's: what the crate does not
+/// support is unsupported, anything else malformed.
+fn crate_err(field: String) -> impl FnOnce(TiffError) -> Error {
+    move |e| match e {
+        TiffError::UnsupportedError(u) => {
+            ErrorKind::Unsupported(format!("TIFF {field}: {u}")).into()
+        }
+        TiffError::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            malformed(field, "the file ends before it")
+        }
+        other => malformed(field, other.to_string()),
+    }
+}
+
+/// How a page's strips or tiles are compressed (the ones rastore reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// Stored raw (1).
+    None,
+    /// LZW (5).
+    Lzw,
+    /// Deflate, zlib streams (8, and the old 32946).
+    Deflate,
+    /// PackBits run lengths (32773).
+    PackBits,
+}
+
+impl Compression {
+    /// The compression of TIFF code `code`, or its refusal.
+    fn of(code: u64, page: usize) -> Result<Compression> {
+        Ok(match code {
+            1 => Compression::None,
+            5 => Compression::Lzw,
+            8 | 32946 => Compression::Deflate,
+            32773 => Compression::PackBits,
+            other => {
+                let name = match other {
+                    2..=4 => "CCITT fax",
+                    6 | 7 => "JPEG",
+                    34887 => "LERC",
+                    50000 | 34926 => "Zstandard",
+                    34925 => "LZMA",
+                    50001 | 34927 => "WebP",
+                    33003..=33007 | 34712 => "JPEG 2000",
+                    _ => "unknown",
+                };
+                return Err(ErrorKind::Unsupported(format!(
+                    "TIFF compression {other} ({name}) in page {page}: rastore reads \
+                     uncompressed, LZW, Deflate and PackBits pages"
+                ))
+                .into());
+            }
+        })
+    }
+
+    /// The most bytes one stored byte decodes to.
+    fn max_ratio(self) -> u64 {
+        match self {
+            Compression::None => 1,
+            Compression::PackBits => 128,
+            Compression::Deflate => 1032,
+            Compression::Lzw => 4096,
+        }
+    }
+}
+
+/// One page (image file directory) of a TIFF.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// Pixels across.
+    pub width: u64,
+    /// Pixels down.
+    pub height: u64,
+    /// Samples per pixel.
+    pub samples: u64,
+    /// The type of every sample.
+    pub dtype: DType,
+    /// Each sample in a plane of its own (PlanarConfiguration 2).
+    pub planar: bool,
+    /// How its strips or tiles are compressed.
+    pub compression: Compression,
+    /// Tiles, not strips.
+    pub tiled: bool,
+    /// Where each strip or tile starts in the file.
+    pub offsets: Vec<u64>,
+    /// The stored bytes of each strip or tile.
+    pub counts: Vec<u64>,
+}
+
+impl Page {
+    /// The page as `tifffile` shows it: `[height, width]`, `[height, width, samples]`,
+    /// or `[samples, height, width]` when planar.
+    pub fn shape(&self) -> Vec<u64> {
+        match (self.samples, self.planar) {
+            (1, _) => vec![self.height, self.width],
+            (s, true) => vec![s, self.height, self.width],
+            (s, false) => vec![self.height, self.width, s],
+        }
+    }
+
+    /// Its decoded bytes (checked when parsed).
+    pub fn nbytes(&self) -> u64 {
+        self.width * self.height * self.samples * self.dtype.elbyte
+    }
+
+    /// Where its bytes lie raw in one run (first byte, length): uncompressed strips,
+    /// each right after the one before, holding exactly the page.
+    fn run(&self) -> Option<u64> {
+        if self.compression != Compression::None || self.tiled {
+            return None;
+        }
+        let start = *self.offsets.first()?;
+        let mut at = start;
+        for (&o, &c) in self.offsets.iter().zip(&self.counts) {
+            if o != at {
+                return None;
+            }
+            at = at.checked_add(c)?;
+        }
+        (at - start == self.nbytes()).then_some(start)
+    }
+}
+
+/// A parsed TIFF: its pages and the array they make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tiff {
+    /// Every page, all of one shape and type.
+    pub pages: Vec<Page>,
+    /// Big-endian (`MM`) samples.
+    pub big_endian: bool,
+    /// The logical shape, as `tifffile.imread` shows it.
+    pub shape: Vec<u64>,
+}
+
+impl Tiff {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.pages[0].dtype
+    }
+
+    /// Bytes of the whole array.
+    pub fn nbytes(&self) -> u64 {
+        self.pages[0].nbytes() * self.pages.len() as u64
+    }
+
+    /// Where the array lies raw in the file, as a `.npy` header would say: every page
+    /// uncompressed, its strips one after another, each page right after the one
+    /// before (where tifffile would memory-map the series). Refused, saying why,
+    /// otherwise.
+    pub fn layout(&self) -> Result<NpyHeader> {
+        let page = &self.pages[0];
+        let why = |i: usize, p: &Page| {
+            let what = if p.compression != Compression::None {
+                format!("{:?}-compressed", p.compression)
+            } else if p.tiled {
+                "tiled".to_string()
+            } else {
+                "stored in strips apart from one another".to_string()
+            };
+            Err(ErrorKind::Unsupported(format!(
+                "TIFF page {i} in place: it is {what}, so only an uncompressed TIFF whose \
+                 pages are each one run maps; `rastore.read` or `ra convert` it"
+            ))
+            .into())
+        };
+        let mut start = None;
+        let mut next = None;
+        for (i, p) in self.pages.iter().enumerate() {
+            let Some(at) = p.run() else {
+                return why(i, p);
+            };
+            if next.is_some_and(|n| n != at) {
+                return Err(ErrorKind::Unsupported(format!(
+                    "TIFF page {i} in place: it does not follow page {} in the file, so the \
+                     pages are no one run; `rastore.read` or `ra convert` it",
+                    i - 1
+                ))
+                .into());
+            }
+            start.get_or_insert(at);
+            next = Some(at + p.nbytes());
+        }
+        let e = page.dtype.elbyte;
+        let order = if e == 1 {
+            '|'
+        } else if self.big_endian {
+            '>'
+        } else {
+            '<'
+        };
+        let kind = match page.dtype.eltype {
+            1 => 'i',
+            2 => 'u',
+            _ => 'f',
+        };
+        Ok(NpyHeader {
+            version: (1, 0),
+            descr: Descr::Simple {
+                order,
+                kind,
+                count: e,
+            },
+            fortran_order: false,
+            shape: self.shape.clone(),
+            data_offset: start.unwrap_or(0),
+        })
+    }
+}
+
+/// The element type of samples of `bits` bits in sample format `format`.
+fn dtype_of(format: u64, bits: u64, page: usize) -> Result<DType> {
+    Ok(match (format, bits) {
+        (1, 8) => DType::U8,
+        (1, 16) => DType::U16,
+        (1, 32) => DType::U32,
+        (1, 64) => DType::U64,
+        (2, 8) => DType::I8,
+        (2, 16) => DType::I16,
+        (2, 32) => DType::I32,
+        (2, 64) => DType::I64,
+        (3, 16) => DType::F16,
+        (3, 32) => DType::F32,
+        (3, 64) => DType::F64,
+        _ => {
+            let kind = match format {
+                1 => "unsigned integer",
+                2 => "signed integer",
+                3 => "float",
+                4 => "undefined",
+                5 => "complex integer",
+                6 => "complex float",
+                _ => "unknown",
+            };
+            return Err(ErrorKind::Unsupported(format!(
+                "TIFF page {page} of {bits}-bit {kind} samples (SampleFormat {format}): \
+                 rastore reads 8-, 16-, 32- and 64-bit integers and 16-, 32- and 64-bit \
+                 floats"
+            ))
+            .into());
+        }
+    })
+}
+
+/// One value per sample, all the same (rastore reads no mixed samples).
+fn uniform(values: Option<Vec<u64>>, default: u64, field: &str, page: usize) -> Result<u64> {
+    let values = values.unwrap_or_default();
+    let first = values.first().copied().unwrap_or(default);
+    if values.iter().any(|&v| v != first) {
+        return Err(ErrorKind::Unsupported(format!(
+            "TIFF page {page} has samples of different {field} ({values:?}): rastore reads \
+             pages whose samples are all of one type"
+        ))
+        .into());
+    }
+    Ok(first)
+}
+
+/// The page the decoder is on, number `index`, of a file of `len` bytes.
+fn page_of<R: Read + Seek>(d: &mut Decoder<R>, index: usize, len: u64) -> Result<Page> {
+    let field = |name: &str| format!("page {index} {name}");
+    let tag = |d: &mut Decoder<R>, t: Tag, name: &str| {
+        d.find_tag_unsigned_vec::<u64>(t)
+            .map_err(crate_err(field(name)))
+    };
+    let (width, height) = d.dimensions().map_err(crate_err(field("ImageWidth")))?;
+    let (width, height) = (u64::from(width), u64::from(height));
+    let samples = uniform(
+        tag(d, Tag::SamplesPerPixel, "SamplesPerPixel")?,
+        1,
+        "",
+        index,
+    )?;
+    let bits = uniform(
+        tag(d, Tag::BitsPerSample, "BitsPerSample")?,
+        1,
+        "BitsPerSample",
+        index,
+    )?;
+    let format = uniform(
+        tag(d, Tag::SampleFormat, "SampleFormat")?,
+        1,
+        "SampleFormat",
+        index,
+    )?;
+    let dtype = dtype_of(format, bits, index)?;
+    let planar = samples > 1
+        && tag(d, Tag::PlanarConfiguration, "PlanarConfiguration")?
+            .and_then(|v| v.first().copied())
+            == Some(2);
+    let code = tag(d, Tag::Compression, "Compression")?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(1);
+    let compression = Compression::of(code, index)?;
+    let tiled = d.get_chunk_type() == ChunkType::Tile;
+    let (off_tag, count_tag, off_name, count_name) = if tiled {
+        (
+            Tag::TileOffsets,
+            Tag::TileByteCounts,
+            "TileOffsets",
+            "TileByteCounts",
+        )
+    } else {
+        (
+            Tag::StripOffsets,
+            Tag::StripByteCounts,
+            "StripOffsets",
+            "StripByteCounts",
+        )
+    };
+    let offsets = tag(d, off_tag, off_name)?.unwrap_or_default();
+    let counts = tag(d, count_tag, count_name)?.unwrap_or_default();
+    if offsets.len() != counts.len() || offsets.is_empty() {
+        return Err(malformed(
+            field(count_name),
+            format!(
+                "{} offsets and {} byte counts: one of each per {}",
+                offsets.len(),
+                counts.len(),
+                if tiled { "tile" } else { "strip" }
+            ),
+        ));
+    }
+    for (i, (&o, &c)) in offsets.iter().zip(&counts).enumerate() {
+        if o.checked_add(c).is_none_or(|end| end > len) {
+            return Err(malformed(
+                field(off_name),
+                format!(
+                    "{} {i} of {c} bytes at offset {o} lies past the end of the {len}-byte file",
+                    if tiled { "tile" } else { "strip" }
+                ),
+            ));
+        }
+    }
+    let nbytes = width
+        .checked_mul(height)
+        .and_then(|n| n.checked_mul(samples))
+        .and_then(|n| n.checked_mul(dtype.elbyte))
+        .ok_or_else(|| {
+            malformed(
+                field("ImageWidth"),
+                format!("{width} × {height} pixels of {samples} samples overflow 64 bits"),
+            )
+        })?;
+    let stored = counts.iter().fold(0u64, |a, &c| a.saturating_add(c));
+    let ratio = compression.max_ratio();
+    if nbytes > stored.saturating_mul(ratio) {
+        return Err(malformed(
+            field(count_name),
+            format!(
+                "{width} × {height} pixels of {samples} {dtype} samples need {nbytes} bytes; \
+                 the {stored} stored bytes cannot hold them ({compression:?} expands at most \
+                 {ratio}:1)"
+            ),
+        ));
+    }
+    if tiled {
+        let (tw, th) = d.chunk_dimensions();
+        let tile = u64::from(tw) * u64::from(th) * samples * dtype.elbyte;
+        if tile > nbytes.max(1 << 24) {
+            return Err(malformed(
+                field("TileWidth"),
+                format!("tiles of {tw} × {th} pixels for a {width} × {height} image"),
+            ));
+        }
+    }
+    Ok(Page {
+        width,
+        height,
+        samples,
+        dtype,
+        planar,
+        compression,
+        tiled,
+        offsets,
+        counts,
+    })
+}
+
+/// The shape a tifffile "shaped" description (`{"shape": [2, 3, 4]}`) gives, if it is
+/// one.
+fn described_shape(description: &str) -> Option<Vec<u64>> {
+    let rest = description.trim().strip_prefix('{')?;
+    let at = rest.find("\"shape\"")?;
+    let rest = rest[at + 7..].trim_start().strip_prefix(':')?;
+    let rest = rest.trim_start().strip_prefix('[')?;
+    let list = &rest[..rest.find(']')?];
+    list.split(',')
+        .map(|n| n.trim().parse::<u64>().ok())
+        .collect()
+}
+
+/// The decoder's limits for a file of `len` bytes: tag values no longer than the file
+/// (nor than 256 MiB); the image buffers are rastore's, sized by the checks of
+/// [`page_of`].
+fn limits(len: u64) -> Limits {
+    let mut l = Limits::unlimited();
+    l.ifd_value_size = usize::try_from(len.min(TAG_VALUE_LIMIT)).unwrap_or(usize::MAX);
+    l
+}
+
+/// Parses the TIFF `r` of `len` bytes: every page, checked. Returns the decoder, on
+/// the last page, for [`decode_pages`].
+pub fn parse<R: Read + Seek>(r: R, len: u64) -> Result<(Tiff, Decoder<R>)> {
+    let mut d = Decoder::new(r)
+        .map_err(crate_err("header and IFD 0".into()))?
+        .with_limits(limits(len));
+    let big_endian = d.byte_order() == tiff::tags::ByteOrder::BigEndian;
+    let description = d
+        .find_tag(Tag::ImageDescription)
+        .ok()
+        .flatten()
+        .and_then(|v| v.into_string().ok());
+    let mut pages: Vec<Page> = Vec::new();
+    let mut chunks = 0u64;
+    loop {
+        let index = pages.len();
+        let page = page_of(&mut d, index, len)?;
+        if let Some(first) = pages.first() {
+            if page.shape() != first.shape() || page.dtype != first.dtype {
+                return Err(ErrorKind::Unsupported(format!(
+                    "TIFF page {index} is {:?} {}, page 0 {:?} {}: rastore reads a TIFF whose \
+                     pages all have one shape and type",
+                    page.shape(),
+                    page.dtype,
+                    first.shape(),
+                    first.dtype
+                ))
+                .into());
+            }
+        }
+        chunks += page.offsets.len() as u64;
+        if chunks > len {
+            return Err(malformed(
+                format!("page {index} StripOffsets"),
+                format!("{chunks} strips or tiles in a {len}-byte file"),
+            ));
+        }
+        pages.push(page);
+        if !d.more_images() {
+            break;
+        }
+        d.next_image()
+            .map_err(crate_err(format!("IFD {} (the next page)", index + 1)))?;
+    }
+    let ratio = pages
+        .iter()
+        .map(|p| p.compression.max_ratio())
+        .max()
+        .unwrap_or(1);
+    let page_shape = pages[0].shape();
+    let total = pages[0]
+        .nbytes()
+        .checked_mul(pages.len() as u64)
+        .filter(|&t| t <= len.saturating_mul(ratio))
+        .ok_or_else(|| {
+            malformed(
+                "IFD chain",
+                format!(
+                    "{} pages of {} bytes cannot be stored in a {len}-byte file",
+                    pages.len(),
+                    pages[0].nbytes()
+                ),
+            )
+        })?;
+    let mut shape = page_shape;
+    if pages.len() > 1 {
+        shape.insert(0, pages.len() as u64);
+    }
+    let elements = total / pages[0].dtype.elbyte;
+    if let Some(s) = description.as_deref().and_then(described_shape) {
+        if !s.is_empty()
+            && s.iter()
+                .try_fold(1u64, |a, &d| a.checked_mul(d))
+                .is_some_and(|n| n == elements)
+        {
+            shape = s;
+        }
+    }
+    Ok((
+        Tiff {
+            pages,
+            big_endian,
+            shape,
+        },
+        d,
+    ))
+}
+
+/// Decodes every page of `tiff` through its decoder `d` into `out` (exactly
+/// [`Tiff::nbytes`]): native byte order, C order (page after page, each as
+/// [`Page::shape`] says).
+pub fn decode_pages<R: Read + Seek>(tiff: &Tiff, d: &mut Decoder<R>, out: &mut [u8]) -> Result<()> {
+    let n = tiff.pages[0].nbytes() as usize;
+    for (i, buf) in out.chunks_mut(n.max(1)).enumerate() {
+        let field = format!("page {i}");
+        d.seek_to_image(i).map_err(crate_err(field.clone()))?;
+        let layout = d.image_buffer_layout().map_err(crate_err(field.clone()))?;
+        if layout.complete_len != buf.len() {
+            return Err(malformed(
+                field,
+                format!(
+                    "decodes to {} bytes, {} expected",
+                    layout.complete_len,
+                    buf.len()
+                ),
+            ));
+        }
+        d.read_image_bytes(buf).map_err(crate_err(field))?;
+    }
+    Ok(())
+}
+
+/// Parses the TIFF file `path`.
+pub fn parse_file(path: &Path) -> Result<Tiff> {
+    let (f, len) = crate::read::open_len(path)?;
+    parse(std::io::BufReader::new(f), len).at(path).map(|t| t.0)
+}
+
+/// Decodes the TIFF of `bytes`: what it is, and its data in C order, native bytes.
+pub fn decode(bytes: &[u8]) -> Result<(Tiff, Vec<u8>)> {
+    let (tiff, mut d) = parse(std::io::Cursor::new(bytes), bytes.len() as u64)?;
+    let mut data = vec![0u8; tiff.nbytes() as usize];
+    decode_pages(&tiff, &mut d, &mut data)?;
+    Ok((tiff, data))
+}
