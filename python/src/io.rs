@@ -53,6 +53,9 @@ fn read<'py>(
     if crate::mapped::is_npy(&path) {
         return read_npy(py, &path, allocate);
     }
+    if matches!(Format::of(&path), Ok(Format::Tiff)) {
+        return read_decoded(py, &path, allocate);
+    }
     let reader = py
         .detach(|| rastore::DataReader::open(&path))
         .map_err(to_py)?;
@@ -66,6 +69,35 @@ fn read<'py>(
         .as_slice_mut()
         .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
     py.detach(|| reader.read_into(buf)).map_err(to_py)?;
+    Ok(array)
+}
+
+/// `read` of a file of another format (a TIFF): its engine source's whole array,
+/// column-major.
+fn read_decoded<'py>(
+    py: Python<'py>,
+    path: &Path,
+    allocate: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let source = py
+        .detach(|| rastore::convert::open(path, &ConvertOptions::new()))
+        .map_err(to_py)?;
+    let desc = source.desc().clone();
+    let trailer = PyBytes::new(py, &desc.trailer);
+    let args = (
+        desc.dtype.eltype,
+        desc.dtype.elbyte,
+        desc.dims.clone(),
+        trailer,
+    );
+    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) =
+        allocate.call1(args)?.extract()?;
+    let mut bytes = bytes.readwrite();
+    let buf = bytes
+        .as_slice_mut()
+        .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
+    let all = rastore::convert::Block::all(&desc.dims);
+    py.detach(|| source.read_box(&all, buf)).map_err(to_py)?;
     Ok(array)
 }
 
@@ -132,10 +164,11 @@ pub fn write_by_name(
         ".{}",
         path.extension().unwrap_or_default().to_string_lossy()
     );
-    if compress && format != Format::Zarr {
+    if compress && !matches!(format, Format::Zarr | Format::Tiff) {
         return Err(error(format!(
-            "{}: compress=True stores a .ra as LZ4 or a .zarr with zstd; a {ext} has no \
-             such option (write a .ra or .zarr name to compress)",
+            "{}: compress=True stores a .ra as LZ4, a .zarr with zstd or a .tif with \
+             Deflate; a {ext} has no such option (write a .ra, .zarr or .tif name to \
+             compress)",
             path.display()
         )));
     }

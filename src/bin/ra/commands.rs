@@ -11,7 +11,7 @@ use rastore::{DType, WriteOptions};
 use crate::bar::progress_bar;
 use crate::dims::Dims;
 use crate::folder::no_folder;
-use crate::input::{is_npy, Input};
+use crate::input::{is_npy, is_tiff, Input};
 use crate::{elements, remote, slice, stats, term, Fail, Outcome};
 
 #[derive(clap::Args)]
@@ -324,6 +324,23 @@ pub fn info(a: &InfoArgs) -> Outcome {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
             return Ok(());
         }
+        if is_tiff(p) {
+            let t = rastore::formats::tiff::parse_file(p)?;
+            let line = if a.json {
+                t.json(p)
+            } else {
+                format!(
+                    "{}: {} {:?} bytes {} tiff {}",
+                    term::path(p),
+                    t.dtype(),
+                    t.shape,
+                    t.nbytes(),
+                    t.storage()
+                )
+            };
+            writeln!(out, "{line}")?;
+            return Ok(());
+        }
         let i = if remote::is_remote(p) {
             remote::info(p)?
         } else {
@@ -349,6 +366,10 @@ pub fn describe(a: &FileArg) -> Outcome {
         rastore::dataset::describe(&a.file)?
     } else if is_npy(&a.file) {
         rastore::formats::npy::describe_npy(&name, &npy_header(&a.file)?)?
+    } else if is_tiff(&a.file) {
+        rastore::formats::tiff::parse_file(&a.file)?
+            .describe(&name)
+            .map_err(|e| e.at(&a.file))?
     } else {
         let (h, trailer) = rastore::read_header_and_metadata(&a.file)?;
         rastore::ndl::describe(&name, &h, &trailer)

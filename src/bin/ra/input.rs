@@ -1,4 +1,4 @@
-//! The arrays the read commands take: a `.ra` or a `.npy` file as one logical array
+//! The arrays the read commands take: a `.ra`, `.npy` or TIFF file as one logical array
 //! (dims, element type, where each element lies), over a mapping where the bytes can
 //! be used in place and over a decoded copy where they cannot (compressed, packed,
 //! other byte order).
@@ -49,6 +49,12 @@ pub fn is_npy(path: &Path) -> bool {
         .is_ok_and(|()| rastore::sniff::is_npy(&magic))
 }
 
+/// Whether `path` is a TIFF file, by its first bytes.
+pub fn is_tiff(path: &Path) -> bool {
+    !path.is_dir()
+        && rastore::convert::Format::of(path).ok() == Some(rastore::convert::Format::Tiff)
+}
+
 impl Input {
     /// Opens `path` by its contents: a `.npy` as NumPy's format, else a `.ra`.
     pub fn open(path: &Path) -> rastore::Result<Input> {
@@ -56,6 +62,7 @@ impl Input {
             Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) => {
                 Self::open_npy(path)
             }
+            Err(_) if is_tiff(path) => Self::open_other(path),
             r => r,
         }
     }
@@ -90,9 +97,41 @@ impl Input {
         })
     }
 
+    /// A file of another format: mapped where its array lies raw
+    /// ([`rastore::convert::placed`]), else decoded by its engine source.
+    fn open_other(path: &Path) -> rastore::Result<Input> {
+        if let Ok(placed) = rastore::convert::placed(path) {
+            // SAFETY: as for `.ra` inputs above.
+            return Self::of_npy(path, unsafe { MappedNpy::open_placed(&placed) }?);
+        }
+        let source = rastore::convert::open(path, &rastore::convert::ConvertOptions::new())?;
+        let desc = source.desc().clone();
+        let n = usize::try_from(desc.nbytes()).map_err(|_| {
+            rastore::Error::from(rastore::ErrorKind::TooLarge {
+                what: "decoded bytes",
+                value: desc.nbytes().into(),
+            })
+            .at(path)
+        })?;
+        let mut data = vec![0u8; n];
+        source.read_box(&rastore::convert::Block::all(&desc.dims), &mut data)?;
+        Ok(Input {
+            dtype: desc.dtype,
+            strides: fortran_strides(&desc.dims),
+            dims: desc.dims,
+            origin: 0,
+            bytes: Bytes::Owned(data),
+            owned_trailer: None,
+        })
+    }
+
     fn open_npy(path: &Path) -> rastore::Result<Input> {
         // SAFETY: as for `.ra` inputs above.
-        let map = unsafe { MappedNpy::open(path) }?;
+        Self::of_npy(path, unsafe { MappedNpy::open(path) }?)
+    }
+
+    /// The array of a mapped `.npy`, or of one laid out as a `.npy`'s.
+    fn of_npy(path: &Path, map: MappedNpy) -> rastore::Result<Input> {
         let nh = map.header().clone();
         let dtype = nh.descr.dtype().map_err(|e| e.at(path))?;
         let dims = nh.shape.clone();

@@ -578,3 +578,64 @@ pub fn decode(bytes: &[u8]) -> Result<(Tiff, Vec<u8>)> {
     decode_pages(&tiff, &mut d, &mut data)?;
     Ok((tiff, data))
 }
+
+impl Tiff {
+    /// How its pages are stored, for `ra info`: compression, strips or tiles, order.
+    pub fn storage(&self) -> String {
+        let p = &self.pages[0];
+        format!(
+            "{} page{}, {}{}, {}, {}-endian",
+            self.pages.len(),
+            if self.pages.len() == 1 { "" } else { "s" },
+            match p.compression {
+                Compression::None => "uncompressed".to_string(),
+                c => format!("{c:?}"),
+            },
+            if p.planar { ", planar" } else { "" },
+            if p.tiled { "tiles" } else { "strips" },
+            if self.big_endian { "big" } else { "little" },
+        )
+    }
+
+    /// `ra info --json` of the TIFF `path`.
+    pub fn json(&self, path: &Path) -> String {
+        let dims: Vec<String> = self.shape.iter().map(u64::to_string).collect();
+        let offset = self
+            .layout()
+            .map_or("null".to_string(), |l| l.data_offset.to_string());
+        format!(
+            "{{\"path\": {}, \"format\": \"tiff\", \"dtype\": {}, \"dims\": [{}], \"count\": {}, \
+             \"bytes\": {}, \"pages\": {}, \"storage\": {}, \"data_offset\": {offset}}}",
+            crate::json::string(&path.to_string_lossy()),
+            crate::json::string(&self.dtype().name()),
+            dims.join(", "),
+            self.nbytes() / self.dtype().elbyte,
+            self.nbytes(),
+            self.pages.len(),
+            crate::json::string(&self.storage()),
+        )
+    }
+
+    /// `ra describe` of the TIFF named `file`: an NDL document of its array, with how
+    /// it is stored.
+    pub fn describe(&self, file: &str) -> Result<String> {
+        use crate::ndl::{displayable, document, int, s, storage_mut, to_text};
+        use yaml_rust2::Yaml;
+        let header = crate::header::Header::new(self.dtype(), &self.shape)?;
+        let mut doc = document(Some(file), &header, None, None);
+        if let Some(Yaml::Hash(storage)) = storage_mut(&mut doc) {
+            storage.insert(s("format"), s("TIFF"));
+            storage.insert(
+                s("endian"),
+                s(if self.big_endian { "big" } else { "little" }),
+            );
+            storage.insert(s("pages"), int(self.pages.len() as u64));
+            storage.insert(s("layout"), s(&self.storage()));
+            storage.insert(s("order"), s("row-major"));
+            if let Ok(l) = self.layout() {
+                storage.insert(s("data_offset"), int(l.data_offset));
+            }
+        }
+        Ok(to_text(&displayable(doc)))
+    }
+}
