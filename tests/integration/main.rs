@@ -22,6 +22,7 @@ mod s3;
 mod s3_server;
 mod scan;
 mod session;
+mod tiff;
 mod tool;
 mod validation;
 mod writer;

@@ -549,6 +549,10 @@ pub fn decode_pages<R: Read + Seek>(tiff: &Tiff, d: &mut Decoder<R>, out: &mut [
     for (i, buf) in out.chunks_mut(n.max(1)).enumerate() {
         let field = format!("page {i}");
         d.seek_to_image(i).map_err(crate_err(field.clone()))?;
+        if tiff.pages[i].tiled {
+            decode_tiles(&tiff.pages[i], d, buf, &field)?;
+            continue;
+        }
         let layout = d.image_buffer_layout().map_err(crate_err(field.clone()))?;
         if layout.complete_len != buf.len() {
             return Err(malformed(
@@ -561,6 +565,68 @@ pub fn decode_pages<R: Read + Seek>(tiff: &Tiff, d: &mut Decoder<R>, out: &mut [
             ));
         }
         d.read_image_bytes(buf).map_err(crate_err(field))?;
+    }
+    Ok(())
+}
+
+/// Decodes the tiled page `page`, the one `d` is on, into `out` (its C-order bytes):
+/// tile by tile (plane by plane when planar), each placed where it belongs. (The
+/// crate's whole-image reading of planar tiles trips over its own layout check.)
+fn decode_tiles<R: Read + Seek>(
+    page: &Page,
+    d: &mut Decoder<R>,
+    out: &mut [u8],
+    field: &str,
+) -> Result<()> {
+    let (tw, th) = d.chunk_dimensions();
+    let (tw, th) = (u64::from(tw).max(1), u64::from(th).max(1));
+    let across = page.width.div_ceil(tw);
+    let down = page.height.div_ceil(th);
+    let (planes, spp) = if page.planar {
+        (page.samples, 1)
+    } else {
+        (1, page.samples)
+    };
+    let pixel = spp * page.dtype.elbyte;
+    let plane_bytes = page.width * page.height * pixel;
+    if planes * across * down != page.offsets.len() as u64 {
+        return Err(malformed(
+            format!("{field} TileOffsets"),
+            format!(
+                "{} tiles, {planes} × {down} × {across} expected",
+                page.offsets.len()
+            ),
+        ));
+    }
+    let mut buf = Vec::new();
+    for plane in 0..planes {
+        for ty in 0..down {
+            for tx in 0..across {
+                let index = (plane * down + ty) * across + tx;
+                let at = format!("{field} tile {index}");
+                let layout = d
+                    .image_chunk_buffer_layout(index as u32)
+                    .map_err(crate_err(at.clone()))?;
+                buf.resize(layout.len, 0);
+                d.read_chunk_bytes(index as u32, &mut buf)
+                    .map_err(crate_err(at.clone()))?;
+                let dw = tw.min(page.width - tx * tw);
+                let dh = th.min(page.height - ty * th);
+                let row = (dw * pixel) as usize;
+                let stride = layout.row_stride.map_or(row, |s| s.get());
+                for r in 0..dh {
+                    let to = (plane * plane_bytes + ((ty * th + r) * page.width + tx * tw) * pixel)
+                        as usize;
+                    let from = r as usize * stride;
+                    let (Some(src), Some(dst)) =
+                        (buf.get(from..from + row), out.get_mut(to..to + row))
+                    else {
+                        return Err(malformed(at, "decodes to fewer bytes than it holds"));
+                    };
+                    dst.copy_from_slice(src);
+                }
+            }
+        }
     }
     Ok(())
 }
