@@ -136,6 +136,8 @@ pub struct Page {
     pub compression: Compression,
     /// Tiles, not strips.
     pub tiled: bool,
+    /// The Predictor tag: 1 none, 2 horizontal differences, 3 floating point.
+    pub predictor: u64,
     /// Where each strip or tile starts in the file.
     pub offsets: Vec<u64>,
     /// The stored bytes of each strip or tile.
@@ -418,7 +420,11 @@ fn page_of<R: Read + Seek>(d: &mut Decoder<R>, index: usize, len: u64) -> Result
             ));
         }
     }
+    let predictor = tag(d, Tag::Predictor, "Predictor")?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(1);
     Ok(Page {
+        predictor,
         width,
         height,
         samples,
@@ -550,7 +556,7 @@ pub fn decode_pages<R: Read + Seek>(tiff: &Tiff, d: &mut Decoder<R>, out: &mut [
         let field = format!("page {i}");
         d.seek_to_image(i).map_err(crate_err(field.clone()))?;
         if tiff.pages[i].tiled {
-            decode_tiles(&tiff.pages[i], d, buf, &field)?;
+            decode_tiles(&tiff.pages[i], d, buf, &field, tiff.big_endian)?;
             continue;
         }
         let layout = d.image_buffer_layout().map_err(crate_err(field.clone()))?;
@@ -577,6 +583,7 @@ fn decode_tiles<R: Read + Seek>(
     d: &mut Decoder<R>,
     out: &mut [u8],
     field: &str,
+    big_endian: bool,
 ) -> Result<()> {
     let (tw, th) = d.chunk_dimensions();
     let (tw, th) = (u64::from(tw).max(1), u64::from(th).max(1));
@@ -604,16 +611,23 @@ fn decode_tiles<R: Read + Seek>(
             for tx in 0..across {
                 let index = (plane * down + ty) * across + tx;
                 let at = format!("{field} tile {index}");
-                let layout = d
-                    .image_chunk_buffer_layout(index as u32)
-                    .map_err(crate_err(at.clone()))?;
-                buf.resize(layout.len, 0);
-                d.read_chunk_bytes(index as u32, &mut buf)
-                    .map_err(crate_err(at.clone()))?;
                 let dw = tw.min(page.width - tx * tw);
                 let dh = th.min(page.height - ty * th);
                 let row = (dw * pixel) as usize;
-                let stride = layout.row_stride.map_or(row, |s| s.get());
+                let stride = if page.compression == Compression::Lzw && dw < tw {
+                    // The crate's LZW reader fails on tiles the image does not fill
+                    // across: these are decoded here, whole.
+                    buf = lzw_tile(page, d, index as usize, (tw, th, spp), big_endian, &at)?;
+                    (tw * pixel) as usize
+                } else {
+                    let layout = d
+                        .image_chunk_buffer_layout(index as u32)
+                        .map_err(crate_err(at.clone()))?;
+                    buf.resize(layout.len, 0);
+                    d.read_chunk_bytes(index as u32, &mut buf)
+                        .map_err(crate_err(at.clone()))?;
+                    layout.row_stride.map_or(row, |s| s.get())
+                };
                 for r in 0..dh {
                     let to = (plane * plane_bytes + ((ty * th + r) * page.width + tx * tw) * pixel)
                         as usize;
@@ -629,6 +643,102 @@ fn decode_tiles<R: Read + Seek>(
         }
     }
     Ok(())
+}
+
+/// The LZW tile `index` of `page`, `tw` × `th` pixels of `spp` samples each,
+/// decoded whole (padding too) with its predictor undone, in native byte order:
+/// `at` names it in errors.
+fn lzw_tile<R: Read + Seek>(
+    page: &Page,
+    d: &mut Decoder<R>,
+    index: usize,
+    (tw, th, spp): (u64, u64, u64),
+    big_endian: bool,
+    at: &str,
+) -> Result<Vec<u8>> {
+    let (offset, count) = (page.offsets[index], page.counts[index]);
+    let r = d.inner();
+    let mut stored = vec![0u8; count as usize];
+    r.seek(std::io::SeekFrom::Start(offset))
+        .and_then(|_| r.read_exact(&mut stored))
+        .map_err(|e| malformed(at, format!("reading its {count} bytes at {offset}: {e}")))?;
+    let e = page.dtype.elbyte as usize;
+    let want = (tw * th * spp) as usize * e;
+    let mut out = Vec::new();
+    let mut decoder = weezl::decode::Decoder::with_tiff_size_switch(weezl::BitOrder::Msb, 8);
+    let done = decoder.into_vec(&mut out).decode(&stored);
+    if let Err(err) = done.status {
+        return Err(malformed(at, format!("LZW: {err}")));
+    }
+    if out.len() < want {
+        return Err(malformed(
+            at,
+            format!("decodes to {} bytes, a tile is {want}", out.len()),
+        ));
+    }
+    out.truncate(want);
+    let row = (tw * spp) as usize * e;
+    let spp = spp as usize;
+    for r in out.chunks_mut(row) {
+        if page.predictor == 3 {
+            unshuffle_floats(r, e, spp);
+        } else {
+            if big_endian != cfg!(target_endian = "big") && e > 1 {
+                r.chunks_mut(e).for_each(<[u8]>::reverse);
+            }
+            if page.predictor == 2 {
+                undo_differences(r, e, spp);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Undoes the horizontal predictor on a row of native `e`-byte integers, `spp` per
+/// pixel: each sample was stored as its difference from the pixel before's.
+fn undo_differences(row: &mut [u8], e: usize, spp: usize) {
+    let get = |b: &[u8]| {
+        let mut v = [0u8; 8];
+        if cfg!(target_endian = "big") {
+            v[8 - e..].copy_from_slice(b);
+            u64::from_be_bytes(v)
+        } else {
+            v[..e].copy_from_slice(b);
+            u64::from_le_bytes(v)
+        }
+    };
+    for i in spp..row.len() / e {
+        let sum =
+            get(&row[i * e..(i + 1) * e]).wrapping_add(get(&row[(i - spp) * e..(i - spp + 1) * e]));
+        let bytes = if cfg!(target_endian = "big") {
+            sum.to_be_bytes()[8 - e..].to_vec()
+        } else {
+            sum.to_le_bytes()[..e].to_vec()
+        };
+        row[i * e..(i + 1) * e].copy_from_slice(&bytes);
+    }
+}
+
+/// Undoes the floating-point predictor on a row of `e`-byte floats, `spp` per pixel:
+/// the bytes were differenced, then shuffled most significant first; they come back
+/// as native floats.
+fn unshuffle_floats(row: &mut [u8], e: usize, spp: usize) {
+    for i in spp..row.len() {
+        row[i] = row[i].wrapping_add(row[i - spp]);
+    }
+    let n = row.len() / e;
+    let shuffled = row.to_vec();
+    for j in 0..n {
+        for k in 0..e {
+            let byte = shuffled[k * n + j];
+            let at = if cfg!(target_endian = "big") {
+                k
+            } else {
+                e - 1 - k
+            };
+            row[j * e + at] = byte;
+        }
+    }
 }
 
 /// Parses the TIFF file `path`.
