@@ -91,8 +91,8 @@ def test_a_file_of_no_known_format_is_told_what_rastore_reads(tmp_path):
             f(h5)
         assert str(e.value).endswith(
             "x.h5: not a RawArray file: it starts like an HDF5 file (magic 0x0a1a0a0d46444889), "
-            "a format rastore does not read yet; it reads .ra, .npy, .npz, PNG, Zarr and dataset "
-            "folders; rastore.convert converts between them"
+            "a format rastore does not read yet; it reads .ra, .npy, .npz, PNG, TIFF, Zarr and "
+            "dataset folders; rastore.convert converts between them"
         ), e.value
 
 
