@@ -136,6 +136,8 @@ pub struct Page {
     pub compression: Compression,
     /// Tiles, not strips.
     pub tiled: bool,
+    /// The tiles' width and height (the page's, for strips).
+    pub tile: (u64, u64),
     /// The Predictor tag: 1 none, 2 horizontal differences, 3 floating point.
     pub predictor: u64,
     /// Where each strip or tile starts in the file.
@@ -410,9 +412,20 @@ fn page_of<R: Read + Seek>(d: &mut Decoder<R>, index: usize, len: u64) -> Result
             ),
         ));
     }
+    let (tw, th) = if tiled {
+        let one = |v: Option<Vec<u64>>| v.and_then(|v| v.first().copied()).unwrap_or(0);
+        (
+            one(tag(d, Tag::TileWidth, "TileWidth")?),
+            one(tag(d, Tag::TileLength, "TileLength")?),
+        )
+    } else {
+        (width, height)
+    };
     if tiled {
-        let (tw, th) = d.chunk_dimensions();
-        let tile = u64::from(tw) * u64::from(th) * samples * dtype.elbyte;
+        let tile = tw
+            .saturating_mul(th)
+            .saturating_mul(samples)
+            .saturating_mul(dtype.elbyte);
         if tile > nbytes.max(1 << 24) {
             return Err(malformed(
                 field("TileWidth"),
@@ -424,6 +437,7 @@ fn page_of<R: Read + Seek>(d: &mut Decoder<R>, index: usize, len: u64) -> Result
         .and_then(|v| v.first().copied())
         .unwrap_or(1);
     Ok(Page {
+        tile: (tw, th),
         predictor,
         width,
         height,
@@ -585,8 +599,7 @@ fn decode_tiles<R: Read + Seek>(
     field: &str,
     big_endian: bool,
 ) -> Result<()> {
-    let (tw, th) = d.chunk_dimensions();
-    let (tw, th) = (u64::from(tw).max(1), u64::from(th).max(1));
+    let (tw, th) = (page.tile.0.max(1), page.tile.1.max(1));
     let across = page.width.div_ceil(tw);
     let down = page.height.div_ceil(th);
     let (planes, spp) = if page.planar {
