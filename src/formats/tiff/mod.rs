@@ -465,11 +465,16 @@ fn described_shape(description: &str) -> Option<Vec<u64>> {
 }
 
 /// The decoder's limits for a file of `len` bytes: tag values no longer than the file
-/// (nor than 256 MiB); the image buffers are rastore's, sized by the checks of
-/// [`page_of`].
+/// (nor than 256 MiB), and the crate's buffers of decoded tag values (which it sizes by
+/// a tag's claimed count before reading it) at most 8 times that, or 1 MiB; the image
+/// buffers are rastore's, sized by the checks of [`page_of`].
 fn limits(len: u64) -> Limits {
     let mut l = Limits::unlimited();
-    l.ifd_value_size = usize::try_from(len.min(TAG_VALUE_LIMIT)).unwrap_or(usize::MAX);
+    let tag_bytes = len.min(TAG_VALUE_LIMIT);
+    l.ifd_value_size = usize::try_from(tag_bytes).unwrap_or(usize::MAX);
+    l.decoding_buffer_size =
+        usize::try_from(tag_bytes.saturating_mul(8).clamp(1 << 20, TAG_VALUE_LIMIT))
+            .unwrap_or(usize::MAX);
     l
 }
 
