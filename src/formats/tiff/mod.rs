@@ -490,6 +490,10 @@ pub fn parse<R: Read + Seek>(r: R, len: u64) -> Result<(Tiff, Decoder<R>)> {
         .ok()
         .flatten()
         .and_then(|v| v.into_string().ok());
+    let described = description.as_deref().and_then(described_shape);
+    // A tifffile shaped series of fewer pages than the file's: `tifffile.imread` gives
+    // that series alone, and so does rastore.
+    let mut series_pages = None;
     let mut pages: Vec<Page> = Vec::new();
     let mut chunks = 0u64;
     loop {
@@ -515,8 +519,16 @@ pub fn parse<R: Read + Seek>(r: R, len: u64) -> Result<(Tiff, Decoder<R>)> {
                 format!("{chunks} strips or tiles in a {len}-byte file"),
             ));
         }
+        if index == 0 {
+            let per_page = page.nbytes() / page.dtype.elbyte;
+            series_pages = described
+                .as_ref()
+                .and_then(|s| s.iter().try_fold(1u64, |a, &d| a.checked_mul(d)))
+                .filter(|&n| per_page > 0 && n > 0 && n % per_page == 0)
+                .map(|n| n / per_page);
+        }
         pages.push(page);
-        if !d.more_images() {
+        if !d.more_images() || series_pages == Some(pages.len() as u64) {
             break;
         }
         d.next_image()
@@ -547,7 +559,7 @@ pub fn parse<R: Read + Seek>(r: R, len: u64) -> Result<(Tiff, Decoder<R>)> {
         shape.insert(0, pages.len() as u64);
     }
     let elements = total / pages[0].dtype.elbyte;
-    if let Some(s) = description.as_deref().and_then(described_shape) {
+    if let Some(s) = described {
         if !s.is_empty()
             && s.iter()
                 .try_fold(1u64, |a, &d| a.checked_mul(d))
