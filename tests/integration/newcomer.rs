@@ -246,7 +246,7 @@ fn read_commands_take_npy_and_name_other_formats() {
         }
         let e = fails(&args, 1);
         assert!(
-            e.contains("it starts like a PNG image") && e.contains("take .ra and .npy files"),
+            e.contains("it starts like a PNG image") && e.contains("take .ra, .npy and TIFF files"),
             "ra {cmd}: {e}"
         );
     }
