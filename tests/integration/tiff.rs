@@ -170,10 +170,16 @@ fn arrays_no_tiff_holds_are_refused_before_anything_is_written() {
     assert!(!p("v.tif").exists() && !p("c.tif").exists());
 }
 
+/// An IFD entry: tag, type, count, value (inline).
+type Entry = (u16, u16, u32, u32);
+
+/// An IFD: its offset, its entries, the offset of the next.
+type Ifd = (u32, Vec<Entry>, u32);
+
 /// A classic little-endian TIFF: its IFDs (each a list of (tag, type, count, value))
 /// at the offsets given, after an 8-byte header pointing to the first, and `tail`
 /// bytes after them all.
-fn classic(ifds: &[(u32, Vec<(u16, u16, u32, u32)>, u32)], tail: &[u8]) -> Vec<u8> {
+fn classic(ifds: &[Ifd], tail: &[u8]) -> Vec<u8> {
     let mut b = b"II*\0".to_vec();
     b.extend(ifds[0].0.to_le_bytes());
     for (at, entries, next) in ifds {
@@ -193,7 +199,7 @@ fn classic(ifds: &[(u32, Vec<(u16, u16, u32, u32)>, u32)], tail: &[u8]) -> Vec<u
 
 /// The entries of a gray page of `w` × `h` pixels of `bits`-bit unsigned samples, one
 /// strip of `count` bytes at `offset`.
-fn gray(w: u32, h: u32, bits: u32, offset: u32, count: u32) -> Vec<(u16, u16, u32, u32)> {
+fn gray(w: u32, h: u32, bits: u32, offset: u32, count: u32) -> Vec<Entry> {
     vec![
         (256, 4, 1, w),
         (257, 4, 1, h),
