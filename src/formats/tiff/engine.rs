@@ -28,15 +28,14 @@ fn held(bytes: u64, what: &'static str) -> Result<usize> {
 
 /// Opens the TIFF `path`: in place when its pages are one raw run, else decoded.
 pub fn open(path: &Path) -> Result<Box<dyn Source>> {
-    let (file, len) = crate::read::open_len(path)?;
-    let (t, mut decoder) = tiff::parse(std::io::BufReader::new(file), len).at(path)?;
+    let t = tiff::parse_file(path)?;
     if let Ok(layout) = t.layout() {
         let (file, len) = crate::read::open_len(path)?;
         return Ok(Box::new(NpySource::laid_out(path, file, 0, len, layout)?));
     }
     let n = held(t.nbytes(), "decoded TIFF bytes").map_err(|e| e.at(path))?;
     let mut c = vec![0u8; n];
-    tiff::decode_pages(&t, &mut decoder, &mut c).at(path)?;
+    tiff::decode_file(path, &t, &mut c)?;
     Ok(Box::new(MemorySource {
         desc: Desc {
             dtype: t.dtype(),

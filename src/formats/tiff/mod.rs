@@ -478,12 +478,9 @@ fn limits(len: u64) -> Limits {
     l
 }
 
-/// Parses the TIFF `r` of `len` bytes: every page, checked. Returns the decoder, on
-/// the last page, for [`decode_pages`].
-pub fn parse<R: Read + Seek>(r: R, len: u64) -> Result<(Tiff, Decoder<R>)> {
-    let mut d = Decoder::new(r)
-        .map_err(crate_err("header and IFD 0".into()))?
-        .with_limits(limits(len));
+/// Parses the TIFF `r` of `len` bytes: every page, checked.
+pub fn parse<R: Read + Seek>(r: R, len: u64) -> Result<Tiff> {
+    let mut d = decoder(r, len)?;
     let big_endian = d.byte_order() == tiff::tags::ByteOrder::BigEndian;
     let description = d
         .find_tag(Tag::ImageDescription)
@@ -568,42 +565,67 @@ pub fn parse<R: Read + Seek>(r: R, len: u64) -> Result<(Tiff, Decoder<R>)> {
             shape = s;
         }
     }
-    Ok((
-        Tiff {
-            pages,
-            big_endian,
-            shape,
-        },
-        d,
-    ))
+    Ok(Tiff {
+        pages,
+        big_endian,
+        shape,
+    })
 }
 
-/// Decodes every page of `tiff` through its decoder `d` into `out` (exactly
-/// [`Tiff::nbytes`]): native byte order, C order (page after page, each as
-/// [`Page::shape`] says).
-pub fn decode_pages<R: Read + Seek>(tiff: &Tiff, d: &mut Decoder<R>, out: &mut [u8]) -> Result<()> {
+/// Decodes every page of `tiff` into `out` (exactly [`Tiff::nbytes`]): native byte
+/// order, C order (page after page, each as [`Page::shape`] says). Pages are decoded on
+/// every core, each thread through a decoder of its own that `open` makes (over the
+/// same bytes [`parse`] read).
+pub fn decode_pages<R, F>(tiff: &Tiff, open: F, out: &mut [u8]) -> Result<()>
+where
+    R: Read + Seek,
+    F: Fn() -> Result<Decoder<R>> + Sync,
+{
+    use rayon::prelude::*;
     let n = tiff.pages[0].nbytes() as usize;
-    for (i, buf) in out.chunks_mut(n.max(1)).enumerate() {
-        let field = format!("page {i}");
-        d.seek_to_image(i).map_err(crate_err(field.clone()))?;
-        if tiff.pages[i].tiled {
-            decode_tiles(&tiff.pages[i], d, buf, &field, tiff.big_endian)?;
-            continue;
-        }
-        let layout = d.image_buffer_layout().map_err(crate_err(field.clone()))?;
-        if layout.complete_len != buf.len() {
-            return Err(malformed(
-                field,
-                format!(
-                    "decodes to {} bytes, {} expected",
-                    layout.complete_len,
-                    buf.len()
-                ),
-            ));
-        }
-        d.read_image_bytes(buf).map_err(crate_err(field))?;
+    out.par_chunks_mut(n.max(1)).enumerate().try_for_each_init(
+        || None,
+        |decoder: &mut Option<Decoder<R>>, (i, buf)| {
+            let d = match decoder {
+                Some(d) => d,
+                None => decoder.insert(open()?),
+            };
+            decode_page(tiff, d, i, buf)
+        },
+    )
+}
+
+/// Decodes page `i` of `tiff` through `d` into `buf`, its C-order bytes.
+fn decode_page<R: Read + Seek>(
+    tiff: &Tiff,
+    d: &mut Decoder<R>,
+    i: usize,
+    buf: &mut [u8],
+) -> Result<()> {
+    let field = format!("page {i}");
+    d.seek_to_image(i).map_err(crate_err(field.clone()))?;
+    if tiff.pages[i].tiled {
+        return decode_tiles(&tiff.pages[i], d, buf, &field, tiff.big_endian);
     }
-    Ok(())
+    let layout = d.image_buffer_layout().map_err(crate_err(field.clone()))?;
+    if layout.complete_len != buf.len() {
+        return Err(malformed(
+            field,
+            format!(
+                "decodes to {} bytes, {} expected",
+                layout.complete_len,
+                buf.len()
+            ),
+        ));
+    }
+    d.read_image_bytes(buf).map_err(crate_err(field))
+}
+
+/// A decoder of the TIFF `r` of `len` bytes, with rastore's limits.
+fn decoder<R: Read + Seek>(r: R, len: u64) -> Result<Decoder<R>> {
+    Ok(Decoder::new(r)
+        .map_err(crate_err("header and IFD 0".into()))?
+        .with_limits(limits(len)))
 }
 
 /// Decodes the tiled page `page`, the one `d` is on, into `out` (its C-order bytes):
@@ -774,14 +796,32 @@ fn unshuffle_floats(row: &mut [u8], e: usize, spp: usize) {
 /// Parses the TIFF file `path`.
 pub fn parse_file(path: &Path) -> Result<Tiff> {
     let (f, len) = crate::read::open_len(path)?;
-    parse(std::io::BufReader::new(f), len).at(path).map(|t| t.0)
+    parse(std::io::BufReader::new(f), len).at(path)
+}
+
+/// Decodes the TIFF file `path`, parsed as `tiff`, into `out` (see [`decode_pages`]).
+pub fn decode_file(path: &Path, tiff: &Tiff, out: &mut [u8]) -> Result<()> {
+    decode_pages(
+        tiff,
+        || {
+            let (f, len) = crate::read::open_len(path)?;
+            decoder(std::io::BufReader::new(f), len)
+        },
+        out,
+    )
+    .at(path)
 }
 
 /// Decodes the TIFF of `bytes`: what it is, and its data in C order, native bytes.
 pub fn decode(bytes: &[u8]) -> Result<(Tiff, Vec<u8>)> {
-    let (tiff, mut d) = parse(std::io::Cursor::new(bytes), bytes.len() as u64)?;
+    let len = bytes.len() as u64;
+    let tiff = parse(std::io::Cursor::new(bytes), len)?;
     let mut data = vec![0u8; tiff.nbytes() as usize];
-    decode_pages(&tiff, &mut d, &mut data)?;
+    decode_pages(
+        &tiff,
+        || decoder(std::io::Cursor::new(bytes), len),
+        &mut data,
+    )?;
     Ok((tiff, data))
 }
 
