@@ -211,7 +211,7 @@ pub enum ErrorKind {
     /// An output's name has no extension of a format rastore writes, by which it would
     /// know the format to write.
     #[error(
-        "unknown extension for an output (it is written as .ra, .npy, .png or .zarr, by its \
+        "unknown extension for an output (it is written as .ra, .npy, .png, .tif or .zarr, by its \
          extension; a file, not standard output)"
     )]
     UnknownOutput,

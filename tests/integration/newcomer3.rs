@@ -86,11 +86,11 @@ fn slice_and_stack_write_any_output_as_their_help_says() {
     };
     for cmd in ["slice", "stack"] {
         assert!(
-            line(cmd).ends_with("any output: .ra, .npy, .png or .zarr, by its name"),
+            line(cmd).ends_with("any output: .ra, .npy, .png, .tif or .zarr, by its name"),
             "{}",
             line(cmd)
         );
-        assert!(ok(&[cmd, "--help"]).contains(".ra, .npy, .png or .zarr"));
+        assert!(ok(&[cmd, "--help"]).contains(".ra, .npy, .png, .tif or .zarr"));
     }
     let d = tmp();
     let p = |n: &str| d.path().join(n);
@@ -236,7 +236,7 @@ fn an_existing_or_unnamed_output_is_a_usage_error() {
         let err = fails(&args, 2);
         assert!(
             err.contains(
-                ": unknown extension for an output (it is written as .ra, .npy, .png or .zarr"
+                ": unknown extension for an output (it is written as .ra, .npy, .png, .tif or .zarr"
             ),
             "{args:?}: {err}"
         );

@@ -16,7 +16,7 @@ use crate::{term, Fail, Outcome};
 pub struct SliceArgs {
     /// Input: .ra, .npy, .png, .npz (of one array), Zarr; a file, a folder or s3://.
     input: PathBuf,
-    /// Output: .ra, .npy, .png or .zarr, by its name.
+    /// Output: .ra, .npy, .png, .tif or .zarr, by its name.
     output: PathBuf,
     /// The selection, as for cat; dims an integer index selects are dropped, as NumPy drops them.
     #[arg(long, allow_hyphen_values = true)]
@@ -31,7 +31,7 @@ pub struct SliceArgs {
 
 #[derive(clap::Args)]
 pub struct StackArgs {
-    /// The output (.ra, .npy, .png or .zarr, by its name): dims of the inputs plus one last axis of their count.
+    /// The output (.ra, .npy, .png, .tif or .zarr, by its name): dims of the inputs plus one last axis of their count.
     output: PathBuf,
     /// Inputs of one shape and type, of any format ra convert reads.
     #[arg(required = true)]

@@ -50,9 +50,9 @@ enum Command {
     Cat(commands::CatArgs),
     /// Count, min, max, mean, std, NaN and infinity counts, in one parallel pass.
     Stats(commands::StatsArgs),
-    /// Write a sub-array (one plane of a volume, say) of any input as any output: .ra, .npy, .png or .zarr, by its name.
+    /// Write a sub-array (one plane of a volume, say) of any input as any output: .ra, .npy, .png, .tif or .zarr, by its name.
     Slice(extract::SliceArgs),
-    /// Stack arrays of one shape and type along a new last axis, into any output: .ra, .npy, .png or .zarr, by its name.
+    /// Stack arrays of one shape and type along a new last axis, into any output: .ra, .npy, .png, .tif or .zarr, by its name.
     Stack(extract::StackArgs),
     /// Validate files completely, decoding compressed data; one line per bad file.
     Verify(commands::FilesArg),
