@@ -29,6 +29,7 @@ __all__ = [
     "Appender",
     "Array",
     "Error",
+    "Loader",
     "MappedFile",
     "convert",
     "create",
@@ -456,6 +457,10 @@ def __getattr__(name):
         from ._zarr_store import ZarrStore
 
         return ZarrStore
+    if name == "Loader":
+        from ._loader import Loader
+
+        return Loader
     raise AttributeError(f"module 'rastore' has no attribute {name!r}")
 
 
