@@ -66,11 +66,13 @@ def _work(k, workers, frames, sampler, names, ctrl, results, ranges):
     freed, until the epoch ends or is abandoned; ``None`` ends it."""
     slots = _attach(names)
     try:
-        if ranges:
-            warm_in_background(ranges)
         msg = ctrl.get()
         while msg is not None:
             if msg[0] == "epoch":
+                if ranges:
+                    # With the first epoch's gathers, once.
+                    warm_in_background(ranges)
+                    ranges = None
                 if not _epoch(k, workers, frames, sampler, slots, ctrl, results, *msg[1:]):
                     return
             msg = ctrl.get()

@@ -85,10 +85,14 @@ class RaDatasource(Datasource):
             return bool(self._warm)
         return fits(_Total(self._sources))
 
+    def _order(self):
+        """The frames in the order the tasks read them (global indices)."""
+        return order(self.count, self._shuffle, self._seed or 0)
+
     def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
         n = self.count
         tasks = max(1, min(int(parallelism), n)) if n else 1
-        frames = order(n, self._shuffle, self._seed or 0)
+        frames = self._order()
         edges = np.linspace(0, n, tasks + 1).astype(np.int64)
         if data_context is None:
             from ray.data import DataContext

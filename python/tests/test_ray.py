@@ -246,3 +246,24 @@ def test_write_ra_refuses_a_missing_column_and_an_empty_dataset(tmp_path):
     np.testing.assert_array_equal(rastore.read(tmp_path / "out.ra"), [1, 2])
     with pytest.raises(rastore.Error, match="no rows"):
         write_ra(ds.filter(lambda r: False), tmp_path / "none.ra")
+
+
+def test_a_npy_file_reads_the_same(tmp_path):
+    a = np.random.default_rng(1).random((3, 4, 900)).astype(np.float64)
+    np.save(tmp_path / "c.npy", a)  # C order: read through NumPy's view of its mapping
+    for shuffle in (False, True):
+        ds = read_ra(tmp_path / "c.npy", shuffle=shuffle, seed=0, override_num_blocks=3)
+        got = np.stack([r["data"] for r in ds.take_all()])
+        want = rows_of(a) if not shuffle else rows_of(a)[RaDatasource(
+            str(tmp_path / "c.npy"), shuffle=True, seed=0)._order()]
+        np.testing.assert_array_equal(got, want)
+
+
+def test_import_rastore_does_not_import_ray():
+    import subprocess
+    import sys
+
+    code = "import sys, rastore; rastore.Loader; print('ray' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ})
+    assert out.stdout.strip() == "False"
