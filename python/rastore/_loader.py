@@ -202,6 +202,12 @@ class Loader:
                 pass
             for k, p in enumerate(self._procs):
                 if p.exitcode is not None:
+                    # A worker that failed sent its traceback before it ended: that
+                    # message, once it has arrived, says more than the exit.
+                    try:
+                        return self._results.get(timeout=_POLL)
+                    except queue.Empty:
+                        pass
                     code = p.exitcode
                     how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
                     self.close()

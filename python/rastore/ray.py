@@ -10,6 +10,7 @@ blocks it writes and the place of their rows; it fills its own slab of one
 preallocated file, or its own parts of one S3 multipart upload."""
 
 import os
+import threading
 
 import numpy as np
 import ray
@@ -17,8 +18,8 @@ from ray.data import Dataset
 from ray.data.block import BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
 
-from . import (Error, _fortran_bytes, _is_remote, _native, _only_ra, _rastore, _raw_type,
-               _settings)
+from . import (Error, _fortran_bytes, _hidden, _is_remote, _native, _only_ra, _rastore,
+               _raw_type, _remove, _settings)
 from ._frames import Frames, contiguous, file_range, fits, order, warm
 
 __all__ = ["RaDatasource", "read_ra", "write_ra"]
@@ -107,15 +108,25 @@ class RaDatasource(Datasource):
         for t in range(tasks):
             idx = frames[edges[t]:edges[t + 1]]
             ranges = file_range(files, t, tasks) if files else []
-            meta = BlockMetadata(num_rows=int(idx.size), size_bytes=int(idx.size) * self.frame_bytes,
-                                 input_files=[s.location for s in self._sources],
-                                 exec_stats=None)
             read = _Reader(self._sources, self._starts, idx, rows, ranges)
-            if per_task_row_limit is not None:
-                out.append(ReadTask(read, meta, schema=schema, per_task_row_limit=per_task_row_limit))
-            else:
-                out.append(ReadTask(read, meta, schema=schema))
+            out.append(_task(read, int(idx.size), int(idx.size) * self.frame_bytes,
+                             [s.location for s in self._sources], schema, per_task_row_limit))
         return out
+
+
+def _task(read, rows, size, files, schema, limit):
+    """A ReadTask that says its rows, bytes and schema before it runs."""
+    try:
+        meta = BlockMetadata(num_rows=rows, size_bytes=size, input_files=files,
+                             exec_stats=None)
+    except TypeError:
+        # Ray releases whose block metadata holds the schema.
+        meta = BlockMetadata(num_rows=rows, size_bytes=size, schema=schema,
+                             input_files=files, exec_stats=None)
+        return ReadTask(read, meta)
+    if limit is not None:
+        return ReadTask(read, meta, schema=schema, per_task_row_limit=limit)
+    return ReadTask(read, meta, schema=schema)
 
 
 class _Total:
@@ -138,8 +149,6 @@ class _Reader:
         self.rows, self.ranges = rows, ranges
 
     def __call__(self):
-        import threading
-
         warming = None
         if self.ranges:
             warming = threading.Thread(target=warm, args=(self.ranges,), daemon=True)
@@ -339,8 +348,6 @@ def write_ra(ds, path, *, column="data", storage_options=None, durable=False,
 
 def _write_local(path, blocks, column, frame_shape, dtype, eltype, elbyte, dims, trailer,
                  durable, rows_per_task):
-    from ._dask import _hidden, _remove
-
     _rastore.check_output(path)
     tmp = _hidden(path)
     _rastore.create_file(tmp, eltype, elbyte, dims, True, trailer, False)

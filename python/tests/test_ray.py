@@ -63,7 +63,8 @@ def test_without_preserve_order_every_frame_comes_once(tmp_path):
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = False
     try:
-        got = np.stack([r["data"] for r in read_ra(tmp_path / "x.ra", override_num_blocks=4).take_all()])
+        ds = read_ra(tmp_path / "x.ra", override_num_blocks=4)
+        got = np.stack([r["data"] for r in ds.take_all()])
     finally:
         ctx.execution_options.preserve_order = True
     k = (got[:, 0, 0] // 100).astype(np.int64)
@@ -104,7 +105,8 @@ def test_shuffled_reads_give_every_frame_once_as_seeded(tmp_path):
 
 def test_random_shuffle_of_the_dataset_works_too(tmp_path):
     a = frames_file(tmp_path / "x.ra", n=800)
-    got = np.stack([r["data"] for r in read_ra(tmp_path / "x.ra").random_shuffle(seed=1).take_all()])
+    ds = read_ra(tmp_path / "x.ra").random_shuffle(seed=1)
+    got = np.stack([r["data"] for r in ds.take_all()])
     k = (got[:, 0, 0] // 100).astype(np.int64)
     np.testing.assert_array_equal(got, rows_of(a)[k])
     np.testing.assert_array_equal(np.sort(k), np.arange(800))
