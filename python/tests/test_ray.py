@@ -173,6 +173,22 @@ def test_reads_from_s3(tmp_path, s3):
     np.testing.assert_array_equal(got, rows_of(a)[k])
 
 
+def test_reads_a_dataset_prefix_from_s3(s3):
+    xr = pytest.importorskip("xarray", reason="dataset folders are written by xarray here")
+    n = 600
+    image = np.random.default_rng(2).integers(0, 255, (4, 3, n), dtype=np.uint8)
+    label = np.arange(n, dtype=np.int16)
+    url = s3.url("ray/run/")
+    rastore.write(url, xr.Dataset({"image": (("y", "x", "s"), image), "label": ("s", label)}),
+                  storage_options=s3.options)
+    ds = read_ra(url, shuffle=True, seed=3, storage_options=s3.options, override_num_blocks=2)
+    rows = ds.take_all()
+    k = np.array([r["label"] for r in rows])
+    np.testing.assert_array_equal(np.sort(k), np.arange(n))
+    np.testing.assert_array_equal(np.stack([r["image"] for r in rows]),
+                                  np.moveaxis(image, -1, 0)[k])
+
+
 def ten_thousand(frame=(4, 3), dtype=np.uint8, blocks=7):
     rng = np.random.default_rng(3)
     rows = rng.integers(0, 255, (10_000,) + frame).astype(dtype)
