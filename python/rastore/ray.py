@@ -77,14 +77,11 @@ class RaDatasource(Datasource):
         row = {n: np.zeros((1,) + c.frame_shape, c.dtype) for n, c in cols.items()}
         return BlockAccessor.batch_to_block(row).slice(0, 0).schema
 
-    def _warms(self):
-        """Whether the readers warm the page cache: shuffled reads of local files that fit
-        in the memory available (a slab read goes through the cache anyway)."""
-        if not self._shuffle:
-            return False
-        if self._warm is not None:
-            return bool(self._warm)
-        return fits(_Total(self._sources))
+    def _may_warm(self):
+        """Whether read tasks may warm the page cache: shuffled reads of local files (a
+        slab read goes through the cache anyway), unless ``warm=False``."""
+        total = _Total(self._sources)
+        return self._shuffle and not total.remote and self._warm is not False
 
     def _order(self):
         """The frames in the order the tasks read them (global indices)."""
@@ -102,13 +99,14 @@ class RaDatasource(Datasource):
         target = data_context.target_max_block_size or (128 << 20)
         rows = max(1, int(target) // max(self.frame_bytes, 1))
         schema = self.schema()
-        warms = self._warms()
-        files = [p for s in self._sources for p in s.files()] if warms else []
+        files = [p for s in self._sources for p in s.files()] if self._may_warm() else []
+        total = _Total(self._sources)
         out = []
         for t in range(tasks):
             idx = frames[edges[t]:edges[t + 1]]
             ranges = file_range(files, t, tasks) if files else []
-            read = _Reader(self._sources, self._starts, idx, rows, ranges)
+            read = _Reader(self._sources, self._starts, idx, rows, ranges,
+                           total if self._warm is None else None)
             out.append(_task(read, int(idx.size), int(idx.size) * self.frame_bytes,
                              [s.location for s in self._sources], schema, per_task_row_limit))
         return out
@@ -140,17 +138,18 @@ class _Total:
 class _Reader:
     """A read task's body: the frames at ``indices`` (global, over the sources), in
     blocks of at most ``rows`` rows; a block of consecutive frames of one source is read
-    by slab, any other by one gather per source. With ``ranges``, it first starts
-    warming its share of the files through the page cache, and finishes it before it
-    ends (the next epoch then reads from memory)."""
+    by slab, any other by one gather per source. With ``ranges``, it also warms its
+    share of the files through the page cache, and finishes that before it ends (the
+    next epoch then reads from memory): always, or, with ``judge`` (the files' total),
+    when they fit in the memory of the machine the task runs on."""
 
-    def __init__(self, sources, starts, indices, rows, ranges):
+    def __init__(self, sources, starts, indices, rows, ranges, judge):
         self.sources, self.starts, self.indices = sources, starts, indices
-        self.rows, self.ranges = rows, ranges
+        self.rows, self.ranges, self.judge = rows, ranges, judge
 
     def __call__(self):
         warming = None
-        if self.ranges:
+        if self.ranges and (self.judge is None or fits(self.judge)):
             warming = threading.Thread(target=warm, args=(self.ranges,), daemon=True)
             warming.start()
         for lo in range(0, self.indices.size, self.rows):
