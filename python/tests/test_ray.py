@@ -88,6 +88,15 @@ def test_sizes_and_schema_are_known_without_reading(tmp_path):
     assert ds.schema().names == ["data"]
 
 
+def test_read_tasks_carry_locations_not_bytes(tmp_path):
+    frames_file(tmp_path / "x.ra", n=300, frame=(64, 64))  # 4.9 MB of frames
+    for shuffle in (False, True):
+        tasks = RaDatasource(str(tmp_path / "x.ra"), shuffle=shuffle, seed=1).get_read_tasks(2)
+        sizes = [len(ray.cloudpickle.dumps(t)) for t in tasks]
+        # A task holds the path, the header's facts and its frame indices (8 bytes each).
+        assert max(sizes) < 20_000, sizes
+
+
 def test_shuffled_reads_give_every_frame_once_as_seeded(tmp_path):
     a = frames_file(tmp_path / "x.ra")
     ids = []
