@@ -15,7 +15,8 @@ The ways, each over the same shuffled epoch of batches of 256:
 - with ``--ray``: ``read_ra(shuffle=True).iter_batches`` against
   ``ray.data.read_numpy`` of the same frames as ``.npy`` shards, then
   ``random_shuffle``, on ``ray.init(num_cpus=workers)``.
-Prints samples/s per epoch and the ratios to ``np.memmap`` of the same run.
+Prints samples/s per epoch and the ratios to ``np.memmap`` (or ``read_numpy``) of the
+same run, and for the Ray ways the bytes of Ray's object store they touched.
 """
 import argparse
 import multiprocessing as mp
@@ -105,23 +106,42 @@ def run_take(path, n, epochs):
     return out
 
 
+def store_touched():
+    """The bytes of Ray's object store (the raylet's plasma file) that have been touched:
+    its allocated pages, a high-water mark of its use (Linux, root: it reads the file
+    through /proc/PID/map_files)."""
+    from ray._private import ray_constants, worker
+
+    pid = worker._global_node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    files = {}
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and "plasma" in parts[5]:
+                st = os.stat(f"/proc/{pid}/map_files/{parts[0]}")
+                files[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    return sum(files.values())
+
+
 def run_ray(path, folder, n, workers, epochs):
+    """Each way in its own Ray session, so that each one's object-store high-water mark
+    is its own."""
     import ray
     import ray.data
 
     from rastore.ray import read_ra
 
-    ray.init(num_cpus=workers, include_dashboard=False, object_store_memory=1 << 30,
-             log_to_driver=False, configure_logging=False)
-    ray.data.DataContext.get_current().enable_progress_bars = False
     shards = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".npy"))
-    res = {"read_ra": [], "read_numpy + random_shuffle": []}
-    try:
-        for e in range(epochs):
-            for name in res:
-                if e == 0:
-                    for p in [path] + shards:
-                        evict(p)
+    res, touched = {}, {}
+    for name in ("read_ra", "read_numpy + random_shuffle"):
+        ray.init(num_cpus=workers, include_dashboard=False, object_store_memory=1 << 30,
+                 log_to_driver=False, configure_logging=False)
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        res[name] = []
+        try:
+            for p in [path] + shards:
+                evict(p)
+            for e in range(epochs):
                 if name == "read_ra":
                     ds = read_ra(path, shuffle=True, seed=e, override_num_blocks=4 * workers)
                 else:
@@ -130,9 +150,13 @@ def run_ray(path, folder, n, workers, epochs):
                 done = sum(len(b["data"]) for b in ds.iter_batches(batch_size=BATCH))
                 res[name].append(done / (time.perf_counter() - t))
                 assert done == n, (name, done)
-    finally:
-        ray.shutdown()
-    return res
+            try:
+                touched[name] = store_touched()
+            except OSError as err:
+                touched[name] = f"unknown ({err})"
+        finally:
+            ray.shutdown()
+    return res, touched
 
 
 def main():
@@ -175,14 +199,19 @@ def main():
         for name, fn in ways:
             evict(path)
             results[name] = fn()
+        touched = {}
         if args.ray:
-            results.update(run_ray(path, folder, n, args.workers, args.epochs))
+            rates, touched = run_ray(path, folder, n, args.workers, args.epochs)
+            results.update(rates)
         base = results["np.memmap, worker processes"]
         for name, rates in results.items():
             peer = "memmap" if not name.startswith("read_") else "read_numpy"
             ref = base if peer == "memmap" else results["read_numpy + random_shuffle"]
             cells = "  ".join(f"{r:10,.0f} ({r / b:5.2f}x {peer})" for r, b in zip(rates, ref))
             print(f"{name:32} {cells}")
+        for name, b in touched.items():
+            size = f"{b / (1 << 20):,.0f} MiB" if isinstance(b, int) else b
+            print(f"{name}: Ray's object store touched {size} (its high-water mark)")
     sys.stdout.flush()
 
 
