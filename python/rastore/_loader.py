@@ -155,7 +155,7 @@ class Loader:
         self.batch_size, self.workers = batch_size, workers
         self.warm = fits(self._frames) if warm is None else bool(warm) and not self._frames.remote
         self.epoch = 0
-        self._procs, self._gen, self._active = [], 0, None
+        self._procs, self._gen, self._active, self._ready = [], 0, None, {}
 
     @property
     def columns(self):
@@ -222,23 +222,27 @@ class Loader:
                 q.put(("abandon", self._active))
         self._gen += 1
         gen = self._active = self._gen
+        self._ready = {}
         for q in self._ctrls:
             q.put(("epoch", gen, self.epoch))
         return self._batches(gen)
 
     def _batches(self, gen):
-        ready, held, finished = {}, None, False
+        held, finished = None, False
         try:
             for b in range(len(self)):
-                while b not in ready:
+                while b not in self._ready:
+                    if self._active != gen:
+                        raise RuntimeError("rastore.Loader: this iteration was ended by a "
+                                           "newer iter(loader) (or by close())")
                     msg = self._next_message()
                     if msg[0] == "error":
                         self.close()
                         raise RuntimeError(f"rastore.Loader: worker {msg[1]} failed:\n{msg[2]}")
                     _, g, bb, k, slot, n = msg
-                    if g == gen:
-                        ready[bb] = (k, slot, n)
-                k, slot, n = ready.pop(b)
+                    if g == self._active:  # batches of an abandoned epoch are dropped
+                        self._ready[bb] = (k, slot, n)
+                k, slot, n = self._ready.pop(b)
                 if held is not None:
                     self._ctrls[held[0]].put(("free", gen, held[1]))
                 held = (k, slot)

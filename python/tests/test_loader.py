@@ -148,6 +148,19 @@ def test_an_abandoned_epoch_does_not_disturb_the_next(tmp_path):
         np.testing.assert_array_equal(got, loader.indices())
 
 
+def test_a_newer_iteration_ends_the_older_one_cleanly(tmp_path):
+    a = frames_file(tmp_path / "x.ra")
+    with rastore.Loader(tmp_path / "x.ra", 32, seed=5, workers=2) as loader:
+        old = iter(loader)
+        next(old)
+        new = iter(loader)
+        with pytest.raises(RuntimeError, match="ended by a newer iter"):
+            next(old)
+        got = np.concatenate([ids(b) for b in new])
+        np.testing.assert_array_equal(got, loader.indices())
+        np.testing.assert_array_equal(epoch(loader, a), loader.indices())
+
+
 def in_shared_memory(loader, batch):
     """Whether ``batch``'s data lies in one of the loader's shared-memory buffers."""
     import ctypes
