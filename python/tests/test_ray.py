@@ -294,3 +294,30 @@ def test_import_rastore_does_not_import_ray():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ})
     assert out.stdout.strip() == "False"
+
+
+def test_a_read_task_warms_only_what_fits_where_it_runs(tmp_path, monkeypatch):
+    import rastore.ray as rr
+
+    a = frames_file(tmp_path / "x.ra", n=500)
+    warmed = []
+    monkeypatch.setattr(rr, "warm", lambda ranges: warmed.append(ranges))
+    src = RaDatasource(str(tmp_path / "x.ra"), shuffle=True, seed=1)
+    task = src.get_read_tasks(1)[0]
+    read = task.read_fn
+    assert read.ranges == [(str(tmp_path / "x.ra"), 0, os.path.getsize(tmp_path / "x.ra"))]
+    blocks = list(read())
+    assert warmed == [read.ranges]  # 40 KB fit in any machine's memory
+    got = np.concatenate([ray.data.block.BlockAccessor.for_block(b).to_batch_format("numpy")["data"]
+                          for b in blocks])
+    k = (got[:, 0, 0] // 100).astype(np.int64)
+    np.testing.assert_array_equal(got, rows_of(a)[k])
+
+    class Huge:  # files that fit in no machine's memory
+        remote, nbytes = False, 1 << 62
+
+    read.judge, warmed[:] = Huge(), []
+    list(read())
+    assert warmed == []
+    unwarmed = RaDatasource(str(tmp_path / "x.ra"), shuffle=True, seed=1, warm=False)
+    assert unwarmed.get_read_tasks(1)[0].read_fn.ranges == []
