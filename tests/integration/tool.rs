@@ -617,6 +617,24 @@ fn npz_members_become_one_ra_each() {
          \x20   z.writestr('bad.npy', b'not an npy at all')",
         s(&mixed),
     ]);
+    // An array NumPy cannot hold, into an .npz: refused, naming the member, not the
+    // scratch file it was being written to.
+    let folder = d.path().join("huge");
+    std::fs::create_dir(&folder).unwrap();
+    let words = crate::common::words(&[crate::common::MAGIC, 0, 2, 1, 0, 2, 0, 1 << 63]);
+    std::fs::write(folder.join("big.ra"), words).unwrap();
+    let npz_out = d.path().join("huge.npz");
+    let e = fails(&["convert", s(&folder), s(&npz_out)], 1);
+    assert!(e.contains("NumPy cannot hold"), "{e}");
+    assert!(
+        e.contains(&format!(
+            "{}",
+            Path::new("huge.npz").join("big.npy").display()
+        )),
+        "{e}"
+    );
+    assert!(!e.contains(".rastore-"), "{e}");
+    assert!(!npz_out.exists());
     let out3 = d.path().join("mixed.d");
     let e = fails(&["convert", s(&mixed), s(&out3)], 1);
     assert!(e.contains("bad.npy") && e.contains("mixed.npz"), "{e}");

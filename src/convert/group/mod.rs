@@ -310,8 +310,15 @@ impl Tree {
                 let (temporary, ()) = crate::formats::npz::engine::scratch(dir, "npy", |_| Ok(()))
                     .map_err(io_at("create a scratch file", dir))?;
                 let scratch = temporary.path();
-                let sink = super::local::create_local(scratch, source.desc().clone(), options)?;
-                result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
+                // Errors name the archive's member, not the scratch file.
+                let member = output.join(format!("{name}.npy"));
+                let shown = |e: Error| e.shown_as(scratch, &member);
+                let sink = super::local::create_local(scratch, source.desc().clone(), options)
+                    .map_err(shown)?;
+                result.stored_raw |= overall
+                    .copy(source, sink, progress)
+                    .map_err(shown)?
+                    .stored_raw;
                 let file = File::open(scratch).map_err(io_at("open", scratch))?;
                 let len = file.metadata().map_err(io_at("stat", scratch))?.len();
                 npz.add(&format!("{name}.npy"), file, len)?;
