@@ -313,6 +313,50 @@ fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
     ))
 }
 
+/// `ra info` of another format's arrays (a safetensors file's tensors, or the one
+/// `m.safetensors/NAME` names): type, shape and bytes, as the engine reads them.
+fn engine_info_lines(path: &Path, json: bool) -> Result<Vec<String>, Fail> {
+    let (file, member) = rastore::convert::member_path(path);
+    let format = rastore::convert::Format::of(&file)?;
+    let shown = format!("{format:?}").to_lowercase();
+    let names = match (member, format) {
+        (None, rastore::convert::Format::Safetensors) => {
+            rastore::formats::safetensors::engine::dataset(&file)?.0
+        }
+        (Some(name), _) => vec![name],
+        (None, _) => vec![String::new()],
+    };
+    let mut lines = Vec::new();
+    for name in names {
+        let p = if name.is_empty() {
+            file.clone()
+        } else {
+            file.join(&name)
+        };
+        let source = rastore::convert::open(&p, &ConvertOptions::new())?;
+        let d = source.desc();
+        lines.push(if json {
+            let dims: Vec<String> = d.dims.iter().map(u64::to_string).collect();
+            format!(
+                "{{\"path\": {}, \"format\": \"{shown}\", \"dtype\": {}, \"dims\": [{}], \"bytes\": {}, \"order\": \"C\"}}",
+                serde_json::Value::String(p.to_string_lossy().into_owned()),
+                serde_json::Value::String(d.dtype.name()),
+                dims.join(", "),
+                d.nbytes()
+            )
+        } else {
+            format!(
+                "{}: {} {:?} bytes {} {shown} C-order",
+                term::path(&p),
+                d.dtype,
+                d.dims,
+                d.nbytes()
+            )
+        });
+    }
+    Ok(lines)
+}
+
 pub fn info(a: &InfoArgs) -> Outcome {
     let mut out = io::stdout().lock();
     // A dataset's attributes, as `verify` lists them.
@@ -322,6 +366,12 @@ pub fn info(a: &InfoArgs) -> Outcome {
     let files = per_file(&a.files, |p| {
         if is_npy(p) {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
+            return Ok(());
+        }
+        if rastore::convert::placeable(p) {
+            for line in engine_info_lines(p, a.json)? {
+                writeln!(out, "{line}")?;
+            }
             return Ok(());
         }
         let i = if remote::is_remote(p) {
@@ -743,9 +793,11 @@ pub fn convert(a: &ConvertArgs) -> Outcome {
         .chunks(a.chunks.clone().map(|d| d.0))
         .zarr_codec(a.codec.unwrap_or_default())
         .zarr_array(a.array);
-    // An object or a folder (a Zarr array): its size is known once it is opened.
+    // An object, a folder (a Zarr array) or an array inside a file
+    // (`m.safetensors/NAME`): its size is known once it is opened.
     let size = match remote::is_remote(&a.input) {
         true => u64::MAX,
+        false if rastore::convert::member_path(&a.input).1.is_some() => u64::MAX,
         false => std::fs::metadata(&a.input)
             .map(|m| if m.is_dir() { u64::MAX } else { m.len() })
             .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?,

@@ -62,6 +62,8 @@ pub(super) fn convert(
     let into_tree = match out {
         Some(Format::Zarr) => !options.zarr_bare(),
         Some(Format::Npz) => true,
+        // A tree's arrays into one file; one array is a file of one tensor.
+        Some(Format::Safetensors) => true,
         // A folder; in object storage, a prefix ending `/`.
         None => !url_of(output) || output.to_string_lossy().ends_with('/'),
         Some(_) => false,
@@ -124,6 +126,8 @@ enum Member {
     Given(Mutex<Option<Box<dyn Source>>>),
     /// An array of a Zarr group, its fill value taken as xarray takes it.
     Zarr(PathBuf),
+    /// A tensor of a safetensors file, by name.
+    Tensor(PathBuf, String),
 }
 
 /// A tree of arrays: each by its path in the tree (`a`, `sub/b`), and each group
@@ -161,6 +165,9 @@ impl Tree {
     pub fn of(input: &Path, options: &ConvertOptions) -> Result<Option<Tree>> {
         if url_of(input) {
             return remote_tree(input, options);
+        }
+        if input.is_file() && Format::of(input).ok() == Some(Format::Safetensors) {
+            return safetensors_tree(input).map(Some);
         }
         if !input.is_dir() {
             return Ok(None);
@@ -240,6 +247,9 @@ impl Tree {
         if Format::by_extension(output) == Some(Format::Npz) {
             return self.write_npz(output, options, progress);
         }
+        if Format::by_extension(output) == Some(Format::Safetensors) {
+            return self.write_safetensors(output, options, progress);
+        }
         if url_of(output) {
             return upload(self, output, zarr, options, progress);
         }
@@ -317,6 +327,45 @@ impl Tree {
                 npz.add(&format!("{name}.npy"), file, len)?;
             }
             npz.finish()?;
+            Ok(result)
+        })
+    }
+
+    /// A safetensors file of the arrays, each named by its path in the tree (`sub/x`),
+    /// in C order; the top group's attributes are its `__metadata__` (strings kept,
+    /// other values as JSON text). Every array is opened first, so that a type
+    /// safetensors has not is refused before anything is written.
+    fn write_safetensors(
+        self,
+        output: &Path,
+        options: &ConvertOptions,
+        progress: Progress,
+    ) -> Result<Converted> {
+        use crate::formats::safetensors::engine;
+        if url_of(output) {
+            return Err(Error::from(ErrorKind::Unsupported(
+                "a .safetensors of several arrays into object storage: write it here, then \
+                 upload it"
+                    .into(),
+            ))
+            .at(output));
+        }
+        let mut sources = Vec::with_capacity(self.arrays.len());
+        for (name, m) in &self.arrays {
+            sources.push((name.clone(), open_member(name, m, Alone::No, options)?));
+        }
+        let descs: Vec<(String, super::Desc)> = sources
+            .iter()
+            .map(|(n, s)| (n.clone(), s.desc().clone()))
+            .collect();
+        let metadata = engine::metadata_of(&self.groups[""]);
+        crate::replace::build_file(output, options.placement(), |new| {
+            let sinks = engine::start(new.file(), output, &descs, &metadata)?;
+            let mut result = Converted::default();
+            let mut overall = Overall::default();
+            for ((_, source), sink) in sources.into_iter().zip(sinks) {
+                result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
+            }
             Ok(result)
         })
     }
@@ -491,6 +540,9 @@ fn open_member(
         } => Ok(Box::new(crate::formats::npz::engine::MemberSource::open(
             archive, member, scratch,
         )?)),
+        Member::Tensor(file, tensor) => Ok(Box::new(
+            crate::formats::safetensors::engine::open_tensor(file, tensor)?,
+        )),
         Member::Zarr(p) => {
             let v = variable(name).to_string();
             let reading = match alone {
@@ -518,6 +570,34 @@ fn zarr_tree(dir: &Path, attrs: Map<String, Value>) -> Result<Tree> {
                 tree.groups.insert(key, a);
             }
         }
+    }
+    Ok(tree)
+}
+
+/// The tree of the safetensors file `file`: each tensor by its name (a name holding
+/// `/` is in a sub-group), `__metadata__` the top group's attributes.
+fn safetensors_tree(file: &Path) -> Result<Tree> {
+    let (names, attrs) = crate::formats::safetensors::engine::dataset(file)?;
+    let mut tree = Tree::new("a safetensors file", attrs);
+    for name in names {
+        let plain = |c: &str| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', '\0']);
+        if !name.split('/').all(plain) {
+            return Err(Error::from(ErrorKind::Malformed {
+                format: "safetensors",
+                field: name,
+                detail: "a tensor name that is no path inside a folder (an empty part, `.`, \
+                         `..` or a backslash); name it in place as FILE/NAME instead"
+                    .into(),
+            })
+            .at(file));
+        }
+        let mut g = name.as_str();
+        while let Some((up, _)) = g.rsplit_once('/') {
+            tree.groups.entry(up.to_string()).or_default();
+            g = up;
+        }
+        let m = Member::Tensor(file.to_path_buf(), name.clone());
+        tree.arrays.push((name, m));
     }
     Ok(tree)
 }
