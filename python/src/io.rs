@@ -51,7 +51,11 @@ fn read<'py>(
     allocate: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     if crate::mapped::is_npy(&path) {
-        return read_npy(py, &path, allocate);
+        let npy = py.detach(|| NpySource::open(&path)).map_err(to_py)?;
+        return read_npy(py, npy, allocate);
+    }
+    if let Some(tensor) = py.detach(|| tensor_of(&path)).map_err(to_py)? {
+        return read_npy(py, tensor, allocate);
     }
     let reader = py
         .detach(|| rastore::DataReader::open(&path))
@@ -69,13 +73,27 @@ fn read<'py>(
     Ok(array)
 }
 
-/// `read` of a `.npy`: its data as stored (C or Fortran order), in native byte order.
+/// The tensor `path` names (`m.safetensors/NAME`, or the one of `m.safetensors`), if
+/// it names one: read as a C-order `.npy`'s data is.
+fn tensor_of(path: &Path) -> rastore::Result<Option<NpySource>> {
+    use rastore::formats::safetensors::engine;
+    let (file, member) = rastore::convert::member_path(path);
+    if !file.is_file() || Format::of(&file)? != Format::Safetensors {
+        return Ok(None);
+    }
+    match member {
+        Some(name) => engine::open_tensor(&file, &name).map(Some),
+        None => engine::open(&file).map(Some),
+    }
+}
+
+/// `read` of a `.npy` (or an array stored as one): its data as stored (C or Fortran
+/// order), in native byte order.
 fn read_npy<'py>(
     py: Python<'py>,
-    path: &Path,
+    npy: NpySource,
     allocate: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let npy = py.detach(|| NpySource::open(path)).map_err(to_py)?;
     let desc = npy.desc().clone();
     let trailer = PyBytes::new(py, &desc.trailer);
     let args = (

@@ -7,6 +7,10 @@
 //! what the input legitimately describes: its own length plus, once the header has been
 //! validated, the decoded size it declares.
 
+mod safetensors;
+
+pub use safetensors::safetensors;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

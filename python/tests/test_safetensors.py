@@ -1,0 +1,122 @@
+"""safetensors through the Python package, judged by the safetensors package:
+``m.safetensors/NAME`` opens in place as ``safe_open`` gives it (C order, no copy),
+reads, indexes lazily and converts; what rastore writes ``load_file`` and
+``safe_open`` read the same, metadata included."""
+
+import os
+
+import numpy as np
+import pytest
+
+import rastore
+
+safetensors = pytest.importorskip("safetensors")
+from safetensors import safe_open  # noqa: E402
+from safetensors.numpy import load_file, save_file  # noqa: E402
+
+
+@pytest.fixture
+def model(tmp_path):
+    rng = np.random.default_rng(7)
+    tensors = {
+        "layers.0.weight": rng.normal(size=(4, 6)).astype(np.float32),
+        "layers.0.bias": rng.normal(size=6).astype(np.float16),
+        "embed.ids": rng.integers(-9, 9, size=(2, 3, 5)).astype(np.int64),
+        "mask": rng.integers(0, 2, size=(3, 3)).astype(bool),
+        "scalar": np.array(3.5, dtype=np.float64),
+    }
+    p = tmp_path / "m.safetensors"
+    save_file(tensors, str(p), metadata={"format": "np", "step": "1200"})
+    return p, tensors
+
+
+def test_open_a_tensor_is_a_read_only_c_order_view_inside_the_mapping(model):
+    p, tensors = model
+    for name, want in tensors.items():
+        m = rastore.MappedFile(f"{p}/{name}")
+        v = m.array
+        with safe_open(str(p), framework="numpy") as f:
+            peer = f.get_tensor(name)
+        assert v.dtype == peer.dtype and v.shape == peer.shape
+        np.testing.assert_array_equal(v, peer)
+        np.testing.assert_array_equal(v, want)
+        start, length = m._data_range()
+        if v.size:
+            address = v.__array_interface__["data"][0]
+            assert start <= address < start + length
+            assert length == v.nbytes
+        assert v.flags.c_contiguous and not v.flags.writeable and not v.flags.owndata
+        with open(p, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+        # The mapping is the whole file; the view starts at the tensor's own offset.
+        assert v.base is m
+    v = rastore.open(p / "layers.0.weight")
+    np.testing.assert_array_equal(v[1:, ::2], tensors["layers.0.weight"][1:, ::2])
+    with pytest.raises(rastore.Error, match="name one, as"):
+        rastore.open(p)
+    with pytest.raises(rastore.Error, match='no tensor "nope"'):
+        rastore.open(p / "nope")
+    assert n % 8 == 0
+
+
+def test_read_array_and_convert_a_tensor(model, tmp_path):
+    p, tensors = model
+    for name, want in tensors.items():
+        got = rastore.read(f"{p}/{name}")
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        assert got.flags.owndata
+    a = rastore.Array(p / "embed.ids")
+    assert a.shape == (2, 3, 5)
+    np.testing.assert_array_equal(a[1, :, 2:4], tensors["embed.ids"][1, :, 2:4])
+    rastore.convert(p / "layers.0.weight", tmp_path / "w.ra")
+    np.testing.assert_array_equal(rastore.read(tmp_path / "w.ra"), tensors["layers.0.weight"])
+
+
+def test_bfloat16_reads_as_ml_dtypes_and_refuses_in_place_by_name(tmp_path):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import json
+    import struct
+
+    bf = np.array([[1.5, -2.0], [0.25, 8.0]], dtype=ml_dtypes.bfloat16)
+    head = json.dumps({"w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]}})
+    head += " " * (-len(head) % 8)
+    p = tmp_path / "bf.safetensors"
+    p.write_bytes(struct.pack("<Q", len(head)) + head.encode() + bf.tobytes())
+    got = rastore.read(p / "w")
+    assert got.dtype == bf.dtype
+    np.testing.assert_array_equal(got.astype(np.float32), bf.astype(np.float32))
+    with pytest.raises(rastore.Error, match="bfloat16"):
+        rastore.open(p / "w")
+
+
+def test_written_safetensors_are_read_the_same_by_the_package(model, tmp_path):
+    p, tensors = model
+    folder = tmp_path / "ds"
+    rastore.convert(p, folder)
+    assert sorted(os.listdir(folder)) == sorted([f"{n}.ra" for n in tensors] + ["dataset.yaml"])
+    back = tmp_path / "back.safetensors"
+    rastore.convert(folder, back)
+    got = load_file(str(back))
+    assert sorted(got) == sorted(tensors)
+    for name, want in tensors.items():
+        assert got[name].dtype == want.dtype and got[name].shape == want.shape
+        np.testing.assert_array_equal(got[name], want)
+    with safe_open(str(back), framework="numpy") as f:
+        assert f.metadata() == {"format": "np", "step": "1200"}
+    assert back.read_bytes() == p.read_bytes()
+    # One array in memory, written by its name.
+    x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    one = tmp_path / "x.safetensors"
+    rastore.write(one, x)
+    got = load_file(str(one))
+    assert list(got) == ["x"]
+    np.testing.assert_array_equal(got["x"], x)
+    assert got["x"].dtype == np.int32
+
+
+def test_zarr_store_reads_a_tensor_in_place(model):
+    zarr = pytest.importorskip("zarr")
+    p, tensors = model
+    z = zarr.open_array(rastore.ZarrStore(f"{p}/embed.ids", group=False), mode="r")
+    np.testing.assert_array_equal(z[:], tensors["embed.ids"])
