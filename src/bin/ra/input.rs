@@ -105,7 +105,15 @@ impl Input {
 
     /// Any array the conversion engine reads, into memory, column-major.
     fn open_engine(path: &Path) -> rastore::Result<Input> {
-        let (dtype, dims, data) = crate::extract::load(path)?;
+        let source = rastore::convert::open(path, &rastore::convert::ConvertOptions::new())?;
+        let d = source.desc().clone();
+        let n = usize::try_from(d.nbytes()).map_err(|_| rastore::ErrorKind::TooLarge {
+            what: "data bytes held in memory",
+            value: d.nbytes().into(),
+        })?;
+        let mut data = vec![0u8; n];
+        source.read_box(&rastore::convert::Block::all(&d.dims), &mut data)?;
+        let (dtype, dims) = (d.dtype, d.dims);
         Ok(Input {
             dtype,
             strides: fortran_strides(&dims),
