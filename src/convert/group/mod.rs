@@ -333,7 +333,7 @@ impl Tree {
 
     /// A safetensors file of the arrays, each named by its path in the tree (`sub/x`),
     /// in C order; the top group's attributes are its `__metadata__` (strings kept,
-    /// other values as JSON text). Every array is opened first, so that a type
+    /// other values as JSON text). Every array is described first, so that a type
     /// safetensors has not is refused before anything is written.
     fn write_safetensors(
         self,
@@ -350,20 +350,25 @@ impl Tree {
             ))
             .at(output));
         }
-        let mut sources = Vec::with_capacity(self.arrays.len());
+        // Each opened for its description, then again when copied (a model's
+        // hundreds of tensors are not all held open); one given in memory is kept.
+        let mut descs = Vec::with_capacity(self.arrays.len());
+        let mut kept = Vec::with_capacity(self.arrays.len());
         for (name, m) in &self.arrays {
-            sources.push((name.clone(), open_member(name, m, Alone::No, options)?));
+            let source = open_member(name, m, Alone::No, options)?;
+            descs.push((name.clone(), source.desc().clone()));
+            kept.push(matches!(m, Member::Given(_)).then_some(source));
         }
-        let descs: Vec<(String, super::Desc)> = sources
-            .iter()
-            .map(|(n, s)| (n.clone(), s.desc().clone()))
-            .collect();
         let metadata = engine::metadata_of(&self.groups[""]);
         crate::replace::build_file(output, options.placement(), |new| {
             let sinks = engine::start(new.file(), output, &descs, &metadata)?;
             let mut result = Converted::default();
             let mut overall = Overall::default();
-            for ((_, source), sink) in sources.into_iter().zip(sinks) {
+            for (((name, m), kept), sink) in self.arrays.iter().zip(kept).zip(sinks) {
+                let source = match kept {
+                    Some(source) => source,
+                    None => open_member(name, m, Alone::No, options)?,
+                };
                 result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
             }
             Ok(result)

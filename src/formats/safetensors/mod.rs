@@ -206,8 +206,11 @@ pub fn parse(json: &[u8], len: u64) -> Result<Header> {
     Ok(header)
 }
 
-/// `__metadata__`: an object of strings.
+/// `__metadata__`: an object of strings (or `null`, as the package takes it: none).
 fn metadata(v: &Value) -> Result<BTreeMap<String, String>> {
+    if v.is_null() {
+        return Ok(BTreeMap::new());
+    }
     let Value::Object(m) = v else {
         return Err(malformed("__metadata__", "not a JSON object"));
     };
@@ -323,6 +326,8 @@ mod tests {
         assert_eq!(h.tensors[1].shape, [2, 3]);
         assert_eq!(h.tensors[1].offset, h.data_start + 4);
         assert_eq!(h.metadata["format"], "pt");
+        let none = parsed(r#"{"__metadata__":null}"#, 0).unwrap();
+        assert!(none.metadata.is_empty() && none.tensors.is_empty());
         assert!(crate::sniff::is_safetensors(&file("{}", 0)));
     }
 
