@@ -9,7 +9,8 @@
 //! the upload, writes `zarr.json`) or, dropped, leaves nothing. [`Grain`] says how each
 //! lays its elements out, and the planner (`plan`) cuts the array into boxes that
 //! both read and write in long runs: whole frames when both are column-major, the
-//! fewest-request box when a C-order source meets a column-major sink, the chunks of a
+//! fewest-request box where C order meets column-major (a C-order `.npy` read, a
+//! safetensors file written), the chunks of a
 //! Zarr side.
 //!
 //! | format | source | sink |
