@@ -124,3 +124,27 @@ def test_zarr_store_reads_a_tensor_in_place(model):
     p, tensors = model
     z = zarr.open_array(rastore.ZarrStore(f"{p}/embed.ids", group=False), mode="r")
     np.testing.assert_array_equal(z[:], tensors["embed.ids"])
+
+
+@pytest.mark.parametrize("header, data, field", [
+    (b'{"x":{"dtype":"F32","shape":[4],"data_offsets":[0,8]}}', 8, "x: data_offsets"),
+    (b'{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},'
+     b'"b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}}', 6, "overlaps"),
+    (b'{"x":{"dtype":"F8_E5M2","shape":[4],"data_offsets":[0,4]}}', 4, "F8_E5M2"),
+    (b'{"x": [1,', 0, "not JSON"),
+])
+def test_hostile_files_raise_naming_the_file_and_field(tmp_path, header, data, field):
+    import struct
+
+    header += b" " * (-len(header) % 8)
+    p = tmp_path / "bad.safetensors"
+    p.write_bytes(struct.pack("<Q", len(header)) + header + bytes(data))
+    for call in (lambda: rastore.read(p), lambda: rastore.open(p / "x"),
+                 lambda: rastore.convert(p, tmp_path / "out")):
+        with pytest.raises(rastore.Error, match=field) as e:
+            call()
+        assert "bad.safetensors" in str(e.value)
+    assert sorted(os.listdir(tmp_path)) == ["bad.safetensors"]
+    # The package refuses them too.
+    with pytest.raises(Exception):
+        load_file(str(p))
