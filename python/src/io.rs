@@ -298,12 +298,19 @@ fn check_output(path: PathBuf) -> PyResult<()> {
 }
 
 /// `ra info --json` of a `.ra` or `.npy` file, told apart by its first bytes (a bad
-/// `.npy`, a truncated one say, is refused as a `.npy`).
+/// `.npy`, a truncated one say, is refused as a `.npy`), or of a safetensors tensor.
 #[pyfunction]
 fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(|| {
         if crate::mapped::is_npy(&path) {
             rastore::info::npy_header(&path).and_then(|nh| rastore::info::npy_json(&path, &nh))
+        } else if rastore::convert::placeable(&path) {
+            // One tensor of a safetensors file (`m.safetensors/NAME`), or its only one.
+            use rastore::formats::safetensors::engine;
+            match engine::tensors_named(&path)?.as_slice() {
+                [(p, t)] => Ok(engine::info_json(p, t)),
+                _ => engine::open(&path).map(|_| String::new()),
+            }
         } else {
             rastore::info::info(&path).map(|i| i.to_json())
         }

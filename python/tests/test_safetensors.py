@@ -148,3 +148,15 @@ def test_hostile_files_raise_naming_the_file_and_field(tmp_path, header, data, f
     # The package refuses them too.
     with pytest.raises(Exception):
         load_file(str(p))
+
+
+def test_info_of_a_tensor(model):
+    p, tensors = model
+    i = rastore.info(p / "embed.ids")
+    assert i["format"] == "safetensors" and i["dtype"] == "int64"
+    assert i["dims"] == [2, 3, 5] and i["bytes"] == tensors["embed.ids"].nbytes
+    with open(p, "rb") as f:
+        raw = f.read()
+    start = i["data_offset"]
+    assert np.array_equal(np.frombuffer(raw[start:start + i["bytes"]], "<i8").reshape(2, 3, 5),
+                          tensors["embed.ids"])

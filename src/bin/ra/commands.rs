@@ -313,47 +313,24 @@ fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
     ))
 }
 
-/// `ra info` of another format's arrays (a safetensors file's tensors, or the one
-/// `m.safetensors/NAME` names): type, shape and bytes, as the engine reads them.
+/// `ra info` of a safetensors file's tensors, or of the one `m.safetensors/NAME`
+/// names: type, shape, bytes, where it lies.
 fn engine_info_lines(path: &Path, json: bool) -> Result<Vec<String>, Fail> {
-    let (file, member) = rastore::convert::member_path(path);
-    let format = rastore::convert::Format::of(&file)?;
-    let shown = format!("{format:?}").to_lowercase();
-    let names = match (member, format) {
-        (None, rastore::convert::Format::Safetensors) => {
-            rastore::formats::safetensors::engine::dataset(&file)?.0
-        }
-        (Some(name), _) => vec![name],
-        (None, _) => vec![String::new()],
-    };
-    let mut lines = Vec::new();
-    for name in names {
-        let p = if name.is_empty() {
-            file.clone()
-        } else {
-            file.join(&name)
-        };
-        let source = rastore::convert::open(&p, &ConvertOptions::new())?;
-        let d = source.desc();
-        lines.push(if json {
-            let dims: Vec<String> = d.dims.iter().map(u64::to_string).collect();
-            format!(
-                "{{\"path\": {}, \"format\": \"{shown}\", \"dtype\": {}, \"dims\": [{}], \"bytes\": {}, \"order\": \"C\"}}",
-                serde_json::Value::String(p.to_string_lossy().into_owned()),
-                serde_json::Value::String(d.dtype.name()),
-                dims.join(", "),
-                d.nbytes()
-            )
-        } else {
-            format!(
-                "{}: {} {:?} bytes {} {shown} C-order",
+    use rastore::formats::safetensors::engine;
+    let lines = engine::tensors_named(path)?
+        .into_iter()
+        .map(|(p, t)| match json {
+            true => engine::info_json(&p, &t),
+            false => format!(
+                "{}: {} {:?} bytes {} safetensors C-order offset {}",
                 term::path(&p),
-                d.dtype,
-                d.dims,
-                d.nbytes()
-            )
-        });
-    }
+                t.dtype,
+                t.shape,
+                t.nbytes,
+                t.offset
+            ),
+        })
+        .collect();
     Ok(lines)
 }
 

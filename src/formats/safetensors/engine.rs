@@ -257,3 +257,33 @@ impl Sink for OneTensor {
         self.tensor.shown()
     }
 }
+
+/// The tensors `path` names, for `ra info`: each of the file's, or the one of
+/// `m.safetensors/NAME`, with the path that names it; from one reading of the header.
+pub fn tensors_named(path: &Path) -> Result<Vec<(std::path::PathBuf, Tensor)>> {
+    let (file, member) = crate::convert::member_path(path);
+    let (_, _, header) = self::header(&file)?;
+    let chosen = match member {
+        Some(name) => vec![find(&file, &header, &name)?.clone()],
+        None => header.tensors.clone(),
+    };
+    Ok(chosen
+        .into_iter()
+        .map(|t| (file.join(&t.name), t))
+        .collect())
+}
+
+/// `ra info --json` of a tensor named `shown`: one JSON object.
+pub fn info_json(shown: &Path, t: &Tensor) -> String {
+    let dims: Vec<String> = t.shape.iter().map(u64::to_string).collect();
+    let count = crate::header::checked_bytes(1, &t.shape).unwrap_or(0);
+    format!(
+        "{{\"path\": {}, \"format\": \"safetensors\", \"dtype\": {}, \"dims\": [{}], \
+         \"count\": {count}, \"bytes\": {}, \"order\": \"C\", \"data_offset\": {}}}",
+        crate::json::string(&shown.to_string_lossy()),
+        crate::json::string(&t.dtype.name()),
+        dims.join(", "),
+        t.nbytes,
+        t.offset
+    )
+}
