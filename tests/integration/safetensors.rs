@@ -277,3 +277,50 @@ fn hostile_headers_exit_1_naming_the_file_and_field_and_leave_nothing() {
         }
     }
 }
+
+#[test]
+fn a_safetensors_object_converts_into_a_dataset_and_back_into_object_storage() {
+    use crate::s3_server::{Server, BUCKET};
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let env = Server::env(&server.endpoint());
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = ra().args(args).envs(env.clone()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "ra {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let dir = tmp();
+    let d = dir.path();
+    let json = r#"{"__metadata__":{"k":"v"},"a.b":{"dtype":"I16","shape":[2,3],"data_offsets":[0,12]},"c":{"dtype":"U8","shape":[4],"data_offsets":[12,16]}}"#;
+    let bytes = file(json, 16);
+    std::fs::write(server.object("m.safetensors"), &bytes).unwrap();
+    let url = format!("s3://{BUCKET}/m.safetensors");
+    let out = d.join("out");
+    run(&[
+        s(Path::new("convert")),
+        Path::new(&url).as_os_str(),
+        s(&out),
+    ]);
+    assert!(std::fs::read_to_string(out.join("dataset.yaml"))
+        .unwrap()
+        .contains("k: v"));
+    let raw = rastore::read_raw(out.join("a.b.ra")).unwrap();
+    assert_eq!(raw.header.dims(), [2, 3]);
+    // C order [i, j] at 2 (3 i + j): column-major [0, 0], [1, 0], [0, 1] are 0, 6, 2.
+    assert_eq!(&raw.data[..6], &[0, 1, 6, 7, 2, 3]);
+    // The folder back into object storage as one safetensors object: the same bytes.
+    let back = format!("s3://{BUCKET}/back.safetensors");
+    run(&[
+        s(Path::new("convert")),
+        s(&out),
+        Path::new(&back).as_os_str(),
+    ]);
+    assert_eq!(
+        std::fs::read(server.object("back.safetensors")).unwrap(),
+        bytes
+    );
+}

@@ -137,6 +137,10 @@ pub(super) struct Tree {
     kind: &'static str,
     arrays: Vec<(String, Member)>,
     groups: BTreeMap<String, Map<String, Value>>,
+    /// The scratch copy of an object its arrays are read from (a safetensors file in
+    /// object storage), removed with the tree.
+    #[cfg(feature = "s3")]
+    held: Option<crate::convert::remote::Scratch>,
 }
 
 impl Tree {
@@ -146,6 +150,8 @@ impl Tree {
             kind,
             arrays: Vec::new(),
             groups: BTreeMap::from([(String::new(), attrs)]),
+            #[cfg(feature = "s3")]
+            held: None,
         }
     }
 
@@ -343,12 +349,7 @@ impl Tree {
     ) -> Result<Converted> {
         use crate::formats::safetensors::engine;
         if url_of(output) {
-            return Err(Error::from(ErrorKind::Unsupported(
-                "a .safetensors of several arrays into object storage: write it here, then \
-                 upload it"
-                    .into(),
-            ))
-            .at(output));
+            return upload_safetensors(self, output, options, progress);
         }
         // Each opened for its description, then again when copied (a model's
         // hundreds of tensors are not all held open); one given in memory is kept.
@@ -488,6 +489,37 @@ fn upload(
 ) -> Result<Converted> {
     Err(Error::from(ErrorKind::Unsupported(
         "a dataset or Zarr group in object storage, in a build without the `s3` feature".into(),
+    ))
+    .at(output))
+}
+
+/// The tree into object storage as the safetensors object `output`: written into a
+/// scratch file, then uploaded whole.
+#[cfg(feature = "s3")]
+fn upload_safetensors(
+    tree: Tree,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    use crate::convert::remote::{upload_scratch, Scratch};
+    let scratch = Scratch::new("safetensors");
+    let done = tree
+        .write_safetensors(&scratch.0, &options.clone().overwrite(true), progress)
+        .map_err(|e| e.shown_as(&scratch.0, output))?;
+    upload_scratch(&scratch, &output.to_string_lossy(), options)?;
+    Ok(done)
+}
+
+#[cfg(not(feature = "s3"))]
+fn upload_safetensors(
+    _tree: Tree,
+    output: &Path,
+    _options: &ConvertOptions,
+    _progress: Progress,
+) -> Result<Converted> {
+    Err(Error::from(ErrorKind::Unsupported(
+        "a .safetensors into object storage, in a build without the `s3` feature".into(),
     ))
     .at(output))
 }
