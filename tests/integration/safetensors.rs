@@ -139,6 +139,11 @@ fn one_tensor_is_named_as_file_slash_name_in_every_command() {
     assert!(info.contains("a.b: int16 [2, 3] bytes 12"), "{info}");
     assert!(info.contains("c: uint8 [4] bytes 4"), "{info}");
     let t = m.join("a.b");
+    let described = ok(&[s(Path::new("describe")), s(&t)]);
+    assert!(described.contains("format: safetensors"), "{described}");
+    assert!(described.contains("order: row-major"), "{described}");
+    let verified = ok(&[s(Path::new("verify")), s(&t)]);
+    assert!(verified.contains("ok (int16 [2, 3]"), "{verified}");
     let cat = ok(&[s(Path::new("cat")), s(&t)]);
     // C order: [0, 1] is the second element stored, bytes 2 and 3 (0x0302).
     assert!(cat.contains("[0, 1] 770"), "{cat}");

@@ -376,6 +376,8 @@ pub fn describe(a: &FileArg) -> Outcome {
         rastore::dataset::describe(&a.file)?
     } else if is_npy(&a.file) {
         rastore::formats::npy::describe_npy(&name, &npy_header(&a.file)?)?
+    } else if rastore::convert::placeable(&a.file) {
+        rastore::formats::safetensors::engine::describe(&a.file)?
     } else {
         let (h, trailer) = rastore::read_header_and_metadata(&a.file)?;
         rastore::ndl::describe(&name, &h, &trailer)

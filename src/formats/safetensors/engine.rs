@@ -287,3 +287,22 @@ pub fn info_json(shown: &Path, t: &Tensor) -> String {
         t.offset
     )
 }
+
+/// `ra describe` of the tensors `path` names (see [`tensors_named`]): an NDL document
+/// each, its storage the file's (row-major, little-endian, at its offset).
+pub fn describe(path: &Path) -> Result<String> {
+    use crate::ndl::{displayable, document, int, s, storage_mut, to_text};
+    let mut out = String::new();
+    for (shown, t) in tensors_named(path)? {
+        let header = crate::header::Header::new(t.dtype, &t.shape).at(path)?;
+        let mut doc = document(Some(&shown.to_string_lossy()), &header, None, None);
+        if let Some(yaml_rust2::Yaml::Hash(storage)) = storage_mut(&mut doc) {
+            storage.insert(s("format"), s("safetensors"));
+            storage.insert(s("endian"), s("little"));
+            storage.insert(s("order"), s("row-major"));
+            storage.insert(s("data_offset"), int(t.offset));
+        }
+        out.push_str(&to_text(&displayable(doc)));
+    }
+    Ok(out)
+}
