@@ -20,7 +20,7 @@ pub enum Support {
 }
 
 /// What rastore reads, for messages that refuse something else.
-pub const READS: &str = ".ra, .npy, .npz, PNG, safetensors, Zarr and dataset folders";
+pub const READS: &str = ".ra, .npy, .npz, PNG, Zarr and dataset folders";
 
 /// What [`what`] calls a safetensors file (which has no magic number: a length, then
 /// its JSON header).
