@@ -144,6 +144,8 @@ fn one_tensor_is_named_as_file_slash_name_in_every_command() {
     assert!(described.contains("order: row-major"), "{described}");
     let verified = ok(&[s(Path::new("verify")), s(&t)]);
     assert!(verified.contains("ok (int16 [2, 3]"), "{verified}");
+    let verified = ok(&[s(Path::new("verify")), s(&m)]);
+    assert_eq!(verified.lines().count(), 2, "a line per tensor: {verified}");
     let cat = ok(&[s(Path::new("cat")), s(&t)]);
     // C order: [0, 1] is the second element stored, bytes 2 and 3 (0x0302).
     assert!(cat.contains("[0, 1] 770"), "{cat}");

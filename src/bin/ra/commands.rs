@@ -246,13 +246,23 @@ fn info_line(i: &rastore::info::FileInfo) -> String {
 }
 
 /// Runs `each` on every file, a folder standing for its dataset's variables (and its
-/// sub-groups'); failures are reported on stderr and the others go on; fails if any
-/// did.
+/// sub-groups') and a safetensors file for its tensors; failures are reported on
+/// stderr and the others go on; fails if any did.
 fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcome {
     let mut bad = false;
     let mut all = Vec::new();
     for p in files {
         let prefix = remote::is_remote(p) && p.to_string_lossy().ends_with('/');
+        if p.is_file()
+            && rastore::convert::Format::of(p).ok() == Some(rastore::convert::Format::Safetensors)
+        {
+            // A safetensors file stands for its tensors, each `m.safetensors/NAME`.
+            match rastore::formats::safetensors::engine::dataset(p) {
+                Ok((names, _)) => all.extend(names.iter().map(|n| p.join(n))),
+                Err(_) => all.push(p.clone()),
+            }
+            continue;
+        }
         if !p.is_dir() && !prefix {
             all.push(p.clone());
             continue;
