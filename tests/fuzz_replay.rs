@@ -25,7 +25,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// A fuzz target's body.
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 13] = [
+const TARGETS: [(&str, Target); 14] = [
     ("header", fuzzing::header),
     ("file", fuzzing::file),
     ("npy_header", fuzzing::npy_header),
@@ -39,6 +39,7 @@ const TARGETS: [(&str, Target); 13] = [
     ("zarr", fuzzing::zarr),
     ("engine", fuzzing::engine),
     ("npz", fuzzing::npz),
+    ("safetensors", fuzzing::safetensors),
 ];
 
 fn inputs(target: &str) -> Vec<PathBuf> {

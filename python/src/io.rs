@@ -51,7 +51,11 @@ fn read<'py>(
     allocate: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     if crate::mapped::is_npy(&path) {
-        return read_npy(py, &path, allocate);
+        let npy = py.detach(|| NpySource::open(&path)).map_err(to_py)?;
+        return read_npy(py, npy, allocate);
+    }
+    if let Some(tensor) = py.detach(|| tensor_of(&path)).map_err(to_py)? {
+        return read_npy(py, tensor, allocate);
     }
     let reader = py
         .detach(|| rastore::DataReader::open(&path))
@@ -69,13 +73,27 @@ fn read<'py>(
     Ok(array)
 }
 
-/// `read` of a `.npy`: its data as stored (C or Fortran order), in native byte order.
+/// The tensor `path` names (`m.safetensors/NAME`, or the one of `m.safetensors`), if
+/// it names one: read as a C-order `.npy`'s data is.
+fn tensor_of(path: &Path) -> rastore::Result<Option<NpySource>> {
+    use rastore::formats::safetensors::engine;
+    let (file, member) = rastore::convert::member_path(path);
+    if !file.is_file() || Format::of(&file)? != Format::Safetensors {
+        return Ok(None);
+    }
+    match member {
+        Some(name) => engine::open_tensor(&file, &name).map(Some),
+        None => engine::open(&file).map(Some),
+    }
+}
+
+/// `read` of a `.npy` (or an array stored as one): its data as stored (C or Fortran
+/// order), in native byte order.
 fn read_npy<'py>(
     py: Python<'py>,
-    path: &Path,
+    npy: NpySource,
     allocate: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let npy = py.detach(|| NpySource::open(path)).map_err(to_py)?;
     let desc = npy.desc().clone();
     let trailer = PyBytes::new(py, &desc.trailer);
     let args = (
@@ -110,6 +128,7 @@ fn format_of_name(path: PathBuf) -> Option<&'static str> {
         Format::Png => "png",
         Format::Npz => "npz",
         Format::Zarr => "zarr",
+        Format::Safetensors => "safetensors",
         Format::Ra => "ra",
     })
 }
@@ -279,12 +298,19 @@ fn check_output(path: PathBuf) -> PyResult<()> {
 }
 
 /// `ra info --json` of a `.ra` or `.npy` file, told apart by its first bytes (a bad
-/// `.npy`, a truncated one say, is refused as a `.npy`).
+/// `.npy`, a truncated one say, is refused as a `.npy`), or of a safetensors tensor.
 #[pyfunction]
 fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(|| {
         if crate::mapped::is_npy(&path) {
             rastore::info::npy_header(&path).and_then(|nh| rastore::info::npy_json(&path, &nh))
+        } else if rastore::convert::placeable(&path) {
+            // One tensor of a safetensors file (`m.safetensors/NAME`), or its only one.
+            use rastore::formats::safetensors::engine;
+            match engine::tensors_named(&path)?.as_slice() {
+                [(p, t)] => Ok(engine::info_json(p, t)),
+                _ => engine::open(&path).map(|_| String::new()),
+            }
         } else {
             rastore::info::info(&path).map(|i| i.to_json())
         }

@@ -30,13 +30,26 @@ pub(super) fn open_zarr(path: &Path, _options: &ConvertOptions) -> Result<Box<dy
 }
 
 /// Opens the local input `path` by its contents; an archive's deflated member is
-/// inflated into `scratch` (a folder).
+/// inflated into `scratch` (a folder). A path past a file names one array in it
+/// (`m.safetensors/NAME`: [`member_path`](super::member_path)).
 pub(crate) fn open_local(
     path: &Path,
     scratch: &Path,
     options: &ConvertOptions,
 ) -> Result<Box<dyn Source>> {
+    if let (file, Some(name)) = super::member_path(path) {
+        return match Format::of(&file)? {
+            Format::Safetensors => Ok(Box::new(crate::formats::safetensors::engine::open_tensor(
+                &file, &name,
+            )?)),
+            f => Err(Error::from(ErrorKind::Unsupported(format!(
+                "a member ({name:?}) of a {f:?} file: it holds one array"
+            )))
+            .at(&file)),
+        };
+    }
     Ok(match Format::of(path)? {
+        Format::Safetensors => Box::new(crate::formats::safetensors::engine::open(path)?),
         Format::Ra => Box::new(super::ra::RaSource::open(path)?),
         Format::Npy => Box::new(crate::formats::npy::NpySource::open(path)?),
         Format::Png => crate::formats::png::engine::open(path)?,
@@ -101,6 +114,7 @@ pub(super) fn check_fits(f: Format, desc: &Desc) -> Result<()> {
             let descr = crate::formats::npy::engine::descr_of(desc)?;
             crate::formats::npy::check_numpy_shape(&desc.dims, descr.itemsize()?)
         }
+        Format::Safetensors => crate::formats::safetensors::check(desc.dtype),
         _ => Ok(()),
     }
 }
@@ -117,6 +131,7 @@ pub(crate) fn create_local(
         Format::Ra => super::ra::create(path, desc, options),
         Format::Npy => crate::formats::npy::engine::create(path, desc, options),
         Format::Png => crate::formats::png::engine::create(path, desc, options),
+        Format::Safetensors => crate::formats::safetensors::engine::create(path, desc, options),
         _ => create_zarr(path, desc, options),
     }
 }

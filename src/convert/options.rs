@@ -23,6 +23,9 @@ pub enum Format {
     /// A Zarr array: a folder (or `s3://` prefix) holding `zarr.json` or `.zarray`,
     /// or named `.zarr`.
     Zarr,
+    /// safetensors, `.safetensors`: named tensors (a dataset), or one of them as
+    /// `m.safetensors/NAME`.
+    Safetensors,
 }
 
 impl Format {
@@ -41,15 +44,17 @@ impl Format {
                 .at(path))
             };
         }
-        let mut head = [0u8; 8];
+        let mut head = [0u8; 9];
         let mut file = File::open(path).map_err(io_at("open", path))?;
         let n = crate::read::read_full(&mut file, &mut head).map_err(|e| e.at(path))?;
         if let Some(f) = Self::by_content(&head[..n]) {
             return Ok(f);
         }
         Self::by_extension(path).ok_or_else(|| {
+            let mut magic = [0u8; 8];
+            magic.copy_from_slice(&head[..8]);
             Error::from(ErrorKind::NotRawArray {
-                magic: u64::from_le_bytes(head),
+                magic: u64::from_le_bytes(magic),
                 found: crate::sniff::what(&head[..n]),
             })
             .at(path)
@@ -67,6 +72,8 @@ impl Format {
             Some(Format::Png)
         } else if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") {
             Some(Format::Npz)
+        } else if crate::sniff::is_safetensors(head) {
+            Some(Format::Safetensors)
         } else {
             None
         }
@@ -80,7 +87,8 @@ impl Format {
         }
     }
 
-    /// The format `path`'s extension names (`.ra`, `.npy`, `.png`, `.npz`, `.zarr`, in
+    /// The format `path`'s extension names (`.ra`, `.npy`, `.png`, `.npz`, `.zarr`,
+    /// `.safetensors`, in
     /// any case; a trailing `/` ignored), if any.
     pub fn by_extension(path: &Path) -> Option<Format> {
         let name = path.to_str()?.trim_end_matches(['/', '\\']);
@@ -91,6 +99,7 @@ impl Format {
             "png" => Some(Format::Png),
             "npz" => Some(Format::Npz),
             "zarr" => Some(Format::Zarr),
+            "safetensors" => Some(Format::Safetensors),
             _ => None,
         }
     }
@@ -98,7 +107,7 @@ impl Format {
 
 /// The name of the array a file holds in a group (and of its variable in xarray, when
 /// the file names none): its file name without its format's extension (`.ra`, `.npy`,
-/// `.png`, `.npz`, `.zarr`); `array` for a name that would be empty or hidden.
+/// `.png`, `.npz`, `.zarr`, `.safetensors`); `array` for a name that would be empty or hidden.
 pub fn array_name(input: &Path) -> String {
     let s = input.to_string_lossy();
     let base = match s.strip_prefix("s3://") {

@@ -57,7 +57,7 @@ pub fn member_path(path: &Path) -> (PathBuf, Option<String>) {
 /// or refused as what it is).
 pub fn placeable(path: &Path) -> bool {
     let (file, member) = member_path(path);
-    member.is_some() || matches!(Format::of(&file), Ok(Format::Npy))
+    member.is_some() || matches!(Format::of(&file), Ok(Format::Npy | Format::Safetensors))
 }
 
 /// Where the array `path` names lies raw, for a mapping or a Zarr reader: a `.npy`, or
@@ -70,6 +70,18 @@ pub fn placed(path: &Path) -> Result<Placed> {
         (Format::Npy, None) => {
             let mut f = File::open(&file).map_err(io_at("open", &file))?;
             npy::read_header(&mut f).at(&file)?
+        }
+        (Format::Safetensors, Some(name)) => {
+            crate::formats::safetensors::engine::placed(&file, &name)?
+        }
+        (Format::Safetensors, None) => {
+            let (names, _) = crate::formats::safetensors::engine::dataset(&file)?;
+            return Err(Error::from(ErrorKind::InvalidArgument(format!(
+                "a safetensors file holds named tensors: name one, as {}/NAME (it holds {})",
+                file.display(),
+                names.join(", ")
+            )))
+            .at(&file));
         }
         (_, Some(name)) => {
             return Err(Error::from(ErrorKind::Unsupported(format!(

@@ -29,7 +29,8 @@ pub fn convert(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
-    if url_of(input).is_none() && !input.is_dir() && Format::of(input)? == Format::Npz {
+    // (A path past a file, naming an array in it, is opened below.)
+    if url_of(input).is_none() && !input.is_dir() && Format::of(input).ok() == Some(Format::Npz) {
         return npz_to_folder(input, output, options, progress);
     }
     if url_of(output).is_none() {

@@ -9,6 +9,7 @@
 //! | NumPy `.npy` | [`npy`] | headers, data zero-copy ([`MappedNpy`](crate::MappedNpy)) | Fortran order |
 //! | NumPy `.npz` | [`npz`] | its `.npy` members, stored or deflated | a dataset's arrays, stored |
 //! | PNG | [`png`] | 1- to 16-bit images | 8- and 16-bit images |
+//! | safetensors | [`safetensors`] | every tensor (C order) but 8-bit and smaller floats; in place | a dataset's arrays, or one, C order |
 //! | Zarr v3 and v2 (feature `zarr`) | `zarr` | v3 and v2 arrays, local or in S3 | v3 arrays |
 //!
 //! The `.ra` source and sink are the core's ([`crate::convert::ra`]), and so are the NDL
@@ -17,5 +18,6 @@
 pub mod npy;
 pub mod npz;
 pub mod png;
+pub mod safetensors;
 #[cfg(feature = "zarr")]
 pub mod zarr;

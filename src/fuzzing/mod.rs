@@ -8,8 +8,10 @@
 //! validated, the decoded size it declares.
 
 mod npz;
+mod safetensors;
 
 pub use npz::npz;
+pub use safetensors::safetensors;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};

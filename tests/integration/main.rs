@@ -20,6 +20,7 @@ mod refs;
 mod roundtrip;
 mod s3;
 mod s3_server;
+mod safetensors;
 mod scan;
 mod session;
 mod tool;

@@ -246,13 +246,23 @@ fn info_line(i: &rastore::info::FileInfo) -> String {
 }
 
 /// Runs `each` on every file, a folder standing for its dataset's variables (and its
-/// sub-groups'); failures are reported on stderr and the others go on; fails if any
-/// did.
+/// sub-groups') and a safetensors file for its tensors; failures are reported on
+/// stderr and the others go on; fails if any did.
 fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcome {
     let mut bad = false;
     let mut all = Vec::new();
     for p in files {
         let prefix = remote::is_remote(p) && p.to_string_lossy().ends_with('/');
+        if p.is_file()
+            && rastore::convert::Format::of(p).ok() == Some(rastore::convert::Format::Safetensors)
+        {
+            // A safetensors file stands for its tensors, each `m.safetensors/NAME`.
+            match rastore::formats::safetensors::engine::dataset(p) {
+                Ok((names, _)) => all.extend(names.iter().map(|n| p.join(n))),
+                Err(_) => all.push(p.clone()),
+            }
+            continue;
+        }
         if !p.is_dir() && !prefix {
             all.push(p.clone());
             continue;
@@ -313,6 +323,27 @@ fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
     ))
 }
 
+/// `ra info` of a safetensors file's tensors, or of the one `m.safetensors/NAME`
+/// names: type, shape, bytes, where it lies.
+fn engine_info_lines(path: &Path, json: bool) -> Result<Vec<String>, Fail> {
+    use rastore::formats::safetensors::engine;
+    let lines = engine::tensors_named(path)?
+        .into_iter()
+        .map(|(p, t)| match json {
+            true => engine::info_json(&p, &t),
+            false => format!(
+                "{}: {} {:?} bytes {} safetensors C-order offset {}",
+                term::path(&p),
+                t.dtype,
+                t.shape,
+                t.nbytes,
+                t.offset
+            ),
+        })
+        .collect();
+    Ok(lines)
+}
+
 pub fn info(a: &InfoArgs) -> Outcome {
     let mut out = io::stdout().lock();
     // A dataset's attributes, as `verify` lists them.
@@ -322,6 +353,12 @@ pub fn info(a: &InfoArgs) -> Outcome {
     let files = per_file(&a.files, |p| {
         if is_npy(p) {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
+            return Ok(());
+        }
+        if rastore::convert::placeable(p) {
+            for line in engine_info_lines(p, a.json)? {
+                writeln!(out, "{line}")?;
+            }
             return Ok(());
         }
         let i = if remote::is_remote(p) {
@@ -349,6 +386,8 @@ pub fn describe(a: &FileArg) -> Outcome {
         rastore::dataset::describe(&a.file)?
     } else if is_npy(&a.file) {
         rastore::formats::npy::describe_npy(&name, &npy_header(&a.file)?)?
+    } else if rastore::convert::placeable(&a.file) {
+        rastore::formats::safetensors::engine::describe(&a.file)?
     } else {
         let (h, trailer) = rastore::read_header_and_metadata(&a.file)?;
         rastore::ndl::describe(&name, &h, &trailer)
@@ -743,9 +782,11 @@ pub fn convert(a: &ConvertArgs) -> Outcome {
         .chunks(a.chunks.clone().map(|d| d.0))
         .zarr_codec(a.codec.unwrap_or_default())
         .zarr_array(a.array);
-    // An object or a folder (a Zarr array): its size is known once it is opened.
+    // An object, a folder (a Zarr array) or an array inside a file
+    // (`m.safetensors/NAME`): its size is known once it is opened.
     let size = match remote::is_remote(&a.input) {
         true => u64::MAX,
+        false if rastore::convert::member_path(&a.input).1.is_some() => u64::MAX,
         false => std::fs::metadata(&a.input)
             .map(|m| if m.is_dir() { u64::MAX } else { m.len() })
             .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?,

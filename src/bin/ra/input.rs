@@ -50,8 +50,21 @@ pub fn is_npy(path: &Path) -> bool {
 }
 
 impl Input {
-    /// Opens `path` by its contents: a `.npy` as NumPy's format, else a `.ra`.
+    /// Opens `path` by its contents: a `.npy` as NumPy's format, an array of another
+    /// format that lies raw in its file (`m.safetensors/NAME`) mapped as one, else a
+    /// `.ra`. Another format's array with no NumPy type (bfloat16) is read through the
+    /// conversion engine into memory.
     pub fn open(path: &Path) -> rastore::Result<Input> {
+        if !is_npy(path) && rastore::convert::placeable(path) {
+            return match rastore::convert::placed(path) {
+                // SAFETY: as for `.ra` inputs below.
+                Ok(placed) => Self::from_npy(unsafe { MappedNpy::open_placed(&placed) }?, path),
+                Err(e) if matches!(e.kind(), rastore::ErrorKind::Unsupported(_)) => {
+                    Self::open_engine(path)
+                }
+                Err(e) => Err(e),
+            };
+        }
         match Self::open_ra(path) {
             Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) => {
                 Self::open_npy(path)
@@ -90,9 +103,33 @@ impl Input {
         })
     }
 
+    /// Any array the conversion engine reads, into memory, column-major.
+    fn open_engine(path: &Path) -> rastore::Result<Input> {
+        let source = rastore::convert::open(path, &rastore::convert::ConvertOptions::new())?;
+        let d = source.desc().clone();
+        let n = usize::try_from(d.nbytes()).map_err(|_| rastore::ErrorKind::TooLarge {
+            what: "data bytes held in memory",
+            value: d.nbytes().into(),
+        })?;
+        let mut data = vec![0u8; n];
+        source.read_box(&rastore::convert::Block::all(&d.dims), &mut data)?;
+        let (dtype, dims) = (d.dtype, d.dims);
+        Ok(Input {
+            dtype,
+            strides: fortran_strides(&dims),
+            dims,
+            origin: 0,
+            bytes: Bytes::Owned(data),
+            owned_trailer: None,
+        })
+    }
+
     fn open_npy(path: &Path) -> rastore::Result<Input> {
         // SAFETY: as for `.ra` inputs above.
-        let map = unsafe { MappedNpy::open(path) }?;
+        Self::from_npy(unsafe { MappedNpy::open(path) }?, path)
+    }
+
+    fn from_npy(map: MappedNpy, path: &Path) -> rastore::Result<Input> {
         let nh = map.header().clone();
         let dtype = nh.descr.dtype().map_err(|e| e.at(path))?;
         let dims = nh.shape.clone();
