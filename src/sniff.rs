@@ -20,7 +20,7 @@ pub enum Support {
 }
 
 /// What rastore reads, for messages that refuse something else.
-pub const READS: &str = ".ra, .npy, .npz, PNG, Zarr and dataset folders";
+pub const READS: &str = ".ra, .npy, .npz, PNG, NIfTI, Zarr and dataset folders";
 
 /// `(leading bytes, what a file starting with them is, whether rastore reads it)`.
 const MAGICS: &[(&[u8], &str, Support)] = &[
@@ -34,6 +34,10 @@ const MAGICS: &[(&[u8], &str, Support)] = &[
         Support::Read,
     ),
     (b"PK\x05\x06", "an empty ZIP archive", Support::Read),
+    (b"\x5c\x01\0\0", "a NIfTI-1 image", Support::Read),
+    (b"\0\0\x01\x5c", "a big-endian NIfTI-1 image", Support::Read),
+    (b"\x1c\x02\0\0", "a NIfTI-2 image", Support::Read),
+    (b"\0\0\x02\x1c", "a big-endian NIfTI-2 image", Support::Read),
     (b"\x89HDF\r\n\x1a\n", "an HDF5 file", Support::NotYet),
     (b"CDF\x01", "a netCDF classic file", Support::NotYet),
     (b"CDF\x02", "a netCDF 64-bit offset file", Support::NotYet),

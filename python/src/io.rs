@@ -110,6 +110,7 @@ fn format_of_name(path: PathBuf) -> Option<&'static str> {
         Format::Png => "png",
         Format::Npz => "npz",
         Format::Zarr => "zarr",
+        Format::Nifti => "nifti",
         Format::Ra => "ra",
     })
 }

@@ -23,6 +23,8 @@ pub enum Format {
     /// A Zarr array: a folder (or `s3://` prefix) holding `zarr.json` or `.zarray`,
     /// or named `.zarr`.
     Zarr,
+    /// NIfTI-1 or NIfTI-2: `.nii`, `.nii.gz`, a `.hdr`/`.img` pair.
+    Nifti,
 }
 
 impl Format {
@@ -67,6 +69,8 @@ impl Format {
             Some(Format::Png)
         } else if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") {
             Some(Format::Npz)
+        } else if crate::formats::nifti::looks_like(head) {
+            Some(Format::Nifti)
         } else {
             None
         }
@@ -91,6 +95,8 @@ impl Format {
             "png" => Some(Format::Png),
             "npz" => Some(Format::Npz),
             "zarr" => Some(Format::Zarr),
+            "nii" | "hdr" | "img" => Some(Format::Nifti),
+            "gz" if crate::formats::nifti::gz_named(Path::new(name)) => Some(Format::Nifti),
             _ => None,
         }
     }
@@ -117,6 +123,10 @@ pub fn array_name(input: &Path) -> String {
     let stem = match base.rsplit_once('.') {
         Some((stem, _)) if known => stem,
         _ => &base,
+    };
+    let stem = match stem.rsplit_once('.') {
+        Some((s, ext)) if known && ext.eq_ignore_ascii_case("nii") => s,
+        _ => stem,
     };
     if stem.is_empty() || stem.starts_with('.') {
         "array".into()

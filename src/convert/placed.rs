@@ -57,7 +57,7 @@ pub fn member_path(path: &Path) -> (PathBuf, Option<String>) {
 /// or refused as what it is).
 pub fn placeable(path: &Path) -> bool {
     let (file, member) = member_path(path);
-    member.is_some() || matches!(Format::of(&file), Ok(Format::Npy))
+    member.is_some() || matches!(Format::of(&file), Ok(Format::Npy | Format::Nifti))
 }
 
 /// Where the array `path` names lies raw, for a mapping or a Zarr reader: a `.npy`, or
@@ -66,11 +66,13 @@ pub fn placeable(path: &Path) -> bool {
 pub fn placed(path: &Path) -> Result<Placed> {
     let (file, member) = member_path(path);
     let format = Format::of(&file)?;
-    let layout = match (format, member) {
+    let (file, layout) = match (format, member) {
         (Format::Npy, None) => {
             let mut f = File::open(&file).map_err(io_at("open", &file))?;
-            npy::read_header(&mut f).at(&file)?
+            let layout = npy::read_header(&mut f).at(&file)?;
+            (file, layout)
         }
+        (Format::Nifti, None) => crate::formats::nifti::engine::placed(&file)?,
         (_, Some(name)) => {
             return Err(Error::from(ErrorKind::Unsupported(format!(
                 "a member ({name:?}) of a file of this format: it holds one array"
