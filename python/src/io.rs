@@ -53,6 +53,9 @@ fn read<'py>(
     if crate::mapped::is_npy(&path) {
         return read_npy(py, &path, allocate);
     }
+    if Format::of(&path).ok() == Some(Format::Nifti) {
+        return read_source(py, &path, allocate);
+    }
     let reader = py
         .detach(|| rastore::DataReader::open(&path))
         .map_err(to_py)?;
@@ -92,6 +95,35 @@ fn read_npy<'py>(
         .as_slice_mut()
         .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
     py.detach(|| npy.read_stored_into(buf)).map_err(to_py)?;
+    Ok(array)
+}
+
+/// `read` of a file of another format through its engine source (a NIfTI image,
+/// `.nii.gz` inflated): the whole array, column-major, native byte order.
+fn read_source<'py>(
+    py: Python<'py>,
+    path: &Path,
+    allocate: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let source = py
+        .detach(|| rastore::convert::open(path, &ConvertOptions::new()))
+        .map_err(to_py)?;
+    let desc = source.desc().clone();
+    let trailer = PyBytes::new(py, &desc.trailer);
+    let args = (
+        desc.dtype.eltype,
+        desc.dtype.elbyte,
+        desc.dims.clone(),
+        trailer,
+    );
+    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) =
+        allocate.call1(args)?.extract()?;
+    let mut bytes = bytes.readwrite();
+    let buf = bytes
+        .as_slice_mut()
+        .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
+    let all = rastore::convert::Block::all(&desc.dims);
+    py.detach(|| source.read_box(&all, buf)).map_err(to_py)?;
     Ok(array)
 }
 
