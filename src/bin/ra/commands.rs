@@ -288,6 +288,36 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
     }
 }
 
+/// Whether `path` is a NIfTI image (by its contents, or by name: a `.nii.gz`, the
+/// `.img` of a pair).
+fn is_nifti(path: &Path) -> bool {
+    use rastore::convert::Format;
+    !remote::is_remote(path) && !path.is_dir() && Format::of(path).ok() == Some(Format::Nifti)
+}
+
+/// `ra info` of a NIfTI image: its type and shape (nibabel's), as a line or JSON.
+fn nifti_info_line(path: &Path, json: bool) -> Result<String, Fail> {
+    let i = Input::open(path)?;
+    let bytes = i.count() * i.dtype.elbyte;
+    if json {
+        let dims: Vec<String> = i.dims.iter().map(u64::to_string).collect();
+        return Ok(format!(
+            "{{\"path\": {}, \"format\": \"nifti\", \"dtype\": {}, \"dims\": [{}], \
+             \"count\": {}, \"bytes\": {bytes}}}",
+            rastore::json::string(&path.to_string_lossy()),
+            rastore::json::string(&i.dtype.name()),
+            dims.join(", "),
+            i.count()
+        ));
+    }
+    Ok(format!(
+        "{}: {} {:?} bytes {bytes} nifti",
+        term::path(path),
+        i.dtype,
+        i.dims
+    ))
+}
+
 /// The header of a `.npy`, read alone (not its data).
 fn npy_header(path: &Path) -> Result<rastore::formats::npy::NpyHeader, Fail> {
     Ok(rastore::info::npy_header(path)?)
@@ -324,6 +354,10 @@ pub fn info(a: &InfoArgs) -> Outcome {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
             return Ok(());
         }
+        if is_nifti(p) {
+            writeln!(out, "{}", nifti_info_line(p, a.json)?)?;
+            return Ok(());
+        }
         let i = if remote::is_remote(p) {
             remote::info(p)?
         } else {
@@ -349,6 +383,10 @@ pub fn describe(a: &FileArg) -> Outcome {
         rastore::dataset::describe(&a.file)?
     } else if is_npy(&a.file) {
         rastore::formats::npy::describe_npy(&name, &npy_header(&a.file)?)?
+    } else if is_nifti(&a.file) {
+        let i = Input::open(&a.file)?;
+        let h = rastore::Header::new(i.dtype, &i.dims).map_err(|e| e.at(&a.file))?;
+        rastore::ndl::describe(&name, &h, i.trailer().unwrap_or_default())
     } else {
         let (h, trailer) = rastore::read_header_and_metadata(&a.file)?;
         rastore::ndl::describe(&name, &h, &trailer)

@@ -1,4 +1,4 @@
-//! The arrays the read commands take: a `.ra` or a `.npy` file as one logical array
+//! The arrays the read commands take: a `.ra`, a `.npy` file or a NIfTI image as one logical array
 //! (dims, element type, where each element lies), over a mapping where the bytes can
 //! be used in place and over a decoded copy where they cannot (compressed, packed,
 //! other byte order).
@@ -50,14 +50,54 @@ pub fn is_npy(path: &Path) -> bool {
 }
 
 impl Input {
-    /// Opens `path` by its contents: a `.npy` as NumPy's format, else a `.ra`.
+    /// Opens `path` by its contents: a `.npy` as NumPy's format, a NIfTI image through
+    /// its engine source, else a `.ra`.
     pub fn open(path: &Path) -> rastore::Result<Input> {
+        use rastore::convert::Format;
         match Self::open_ra(path) {
-            Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) => {
-                Self::open_npy(path)
+            Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) =>
+            {
+                // SAFETY: as for `.ra` inputs below.
+                Self::of_npy(unsafe { MappedNpy::open(path) }?, path)
+            }
+            Err(e)
+                if matches!(e.kind(), rastore::ErrorKind::NotRawArray { .. })
+                    && Format::of(path).ok() == Some(Format::Nifti) =>
+            {
+                Self::open_source(path)
             }
             r => r,
         }
+    }
+
+    /// An image of another format (NIfTI): mapped where its data lies raw in its file,
+    /// else read whole (a `.nii.gz`, inflated); its description's trailer kept.
+    fn open_source(path: &Path) -> rastore::Result<Input> {
+        let source = rastore::convert::open(path, &rastore::convert::ConvertOptions::new())?;
+        let desc = source.desc().clone();
+        if let Ok(placed) = rastore::convert::placed(path) {
+            // SAFETY: as for `.ra` inputs below.
+            let mut input = Self::of_npy(unsafe { MappedNpy::open_placed(&placed) }?, path)?;
+            input.owned_trailer = Some(desc.trailer);
+            return Ok(input);
+        }
+        let len = usize::try_from(desc.nbytes()).map_err(|_| {
+            rastore::Error::from(rastore::ErrorKind::TooLarge {
+                what: "data bytes held in memory",
+                value: desc.nbytes().into(),
+            })
+            .at(path)
+        })?;
+        let mut data = vec![0u8; len];
+        source.read_box(&rastore::convert::Block::all(&desc.dims), &mut data)?;
+        Ok(Input {
+            dtype: desc.dtype,
+            strides: fortran_strides(&desc.dims),
+            dims: desc.dims,
+            origin: 0,
+            bytes: Bytes::Owned(data),
+            owned_trailer: Some(desc.trailer),
+        })
     }
 
     fn open_ra(path: &Path) -> rastore::Result<Input> {
@@ -90,9 +130,8 @@ impl Input {
         })
     }
 
-    fn open_npy(path: &Path) -> rastore::Result<Input> {
-        // SAFETY: as for `.ra` inputs above.
-        let map = unsafe { MappedNpy::open(path) }?;
+    /// The array of a mapped `.npy` (or of an image whose data lies so in its file).
+    fn of_npy(map: MappedNpy, path: &Path) -> rastore::Result<Input> {
         let nh = map.header().clone();
         let dtype = nh.descr.dtype().map_err(|e| e.at(path))?;
         let dims = nh.shape.clone();
