@@ -25,7 +25,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// A fuzz target's body.
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 12] = [
+const TARGETS: [(&str, Target); 13] = [
     ("header", fuzzing::header),
     ("file", fuzzing::file),
     ("npy_header", fuzzing::npy_header),
@@ -38,6 +38,7 @@ const TARGETS: [(&str, Target); 12] = [
     ("print", print::print),
     ("zarr", fuzzing::zarr),
     ("engine", fuzzing::engine),
+    ("nifti", fuzzing::nifti),
 ];
 
 fn inputs(target: &str) -> Vec<PathBuf> {

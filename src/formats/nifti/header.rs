@@ -276,11 +276,12 @@ impl NiftiHeader {
         })
     }
 
-    /// Refuses what no array can be: `dim[0]` outside 0–7, a negative extent, a
+    /// Refuses what no array can be: `dim[0]` outside 1–7 (nibabel's `(0,)` for 0
+    /// holds nothing), a negative extent, a
     /// datatype refused or unknown, a shape whose bytes overflow.
     fn check(&self) -> Result<()> {
         let v = self.version;
-        if !(0..=7).contains(&self.dim[0]) {
+        if !(1..=7).contains(&self.dim[0]) {
             return Err(malformed(
                 v,
                 "dim[0]",
@@ -323,12 +324,8 @@ impl NiftiHeader {
         self.dim[0].clamp(0, 7) as usize
     }
 
-    /// The shape nibabel's `img.shape` gives: `dim[1..=dim[0]]`, trailing ones kept;
-    /// `(0,)` when `dim[0]` is 0.
+    /// The shape nibabel's `img.shape` gives: `dim[1..=dim[0]]`, trailing ones kept.
     pub fn shape(&self) -> Vec<u64> {
-        if self.dim[0] == 0 {
-            return vec![0];
-        }
         self.dim[1..=self.ndim()]
             .iter()
             .map(|&d| d.max(0) as u64)
