@@ -1,5 +1,5 @@
 //! NIfTI images as a source (a `.nii` or a pair's `.img` read in place by runs, either
-//! byte order; a `.nii.gz` inflated into memory as it streams) and a sink (a `.nii`:
+//! byte order; a `.nii.gz` inflated on a thread as its boxes are read) and a sink (a `.nii`:
 //! the header, then the same column-major bytes as a `.ra`'s; a `.nii.gz`: gathered,
 //! then deflated), and where an uncompressed image lies for mapping in place.
 
@@ -9,20 +9,17 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
-use super::header::{datatype_of, malformed, NiftiHeader};
+use super::header::{datatype_of, NiftiHeader};
+use super::stream::GzSource;
 use super::{attrs, gz_named, open_parts, read_head, NiftiFile};
 use crate::convert::file::FileSink;
-use crate::convert::memory::{MemorySink, MemorySource};
+use crate::convert::memory::MemorySink;
 use crate::convert::{Block, ConvertOptions, Converted, Desc, Grain, Sink, Source};
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::formats::npy::NpyHeader;
 use crate::header::Header;
 use crate::reader::{Bools, DataReader};
 use crate::write::atomic_write;
-
-/// The most a deflate stream inflates per byte (its ratio tops out near 1032:1): a
-/// bound on the memory a `.nii.gz`'s claimed size may reserve.
-const MAX_INFLATE: u64 = 1032;
 
 /// The description of an image with `parts`: nibabel's shape, the element type (a
 /// struct for RGB), the header as attributes.
@@ -112,50 +109,23 @@ fn is_gzip(path: &Path) -> Result<bool> {
     Ok(magic == b"\x1f\x8b")
 }
 
-/// A `.nii.gz`, inflated into memory as it streams (the memory reserved bounded by
-/// what its compressed bytes can hold), swapped into native order.
+/// A `.nii.gz`: its header read, its data inflated on a thread as it is read
+/// ([`GzSource`]), swapped into native order.
 fn open_gz(path: &Path) -> Result<Box<dyn Source>> {
     let file = File::open(path).map_err(io_at("open", path))?;
-    let zlen = file.metadata().map_err(io_at("stat", path))?.len();
     let mut r = MultiGzDecoder::new(std::io::BufReader::with_capacity(1 << 20, file));
     let parts = read_head(&mut r, false).at(path)?;
     let desc = desc_of(&parts).at(path)?;
     let n = parts.data_len().at(path)?;
-    let reserve = n.min(zlen.saturating_mul(MAX_INFLATE));
-    let mut data = Vec::new();
-    data.try_reserve_exact(usize::try_from(reserve).unwrap_or(usize::MAX))
-        .map_err(|_| {
-            Error::from(ErrorKind::TooLarge {
-                what: "inflated data bytes",
-                value: reserve.into(),
-            })
-            .at(path)
-        })?;
-    r.take(n).read_to_end(&mut data).map_err(|e| {
-        Error::from(ErrorKind::Decode {
-            codec: "gzip",
-            detail: e.to_string(),
-        })
-        .at(path)
-    })?;
-    if (data.len() as u64) < n {
-        return Err(malformed(
-            parts.header.version,
-            "dim",
-            format!(
-                "the data needs {n} bytes of {:?}, the inflated file holds {}",
-                parts.header.shape(),
-                data.len()
-            ),
-        )
-        .at(path));
-    }
-    crate::codec::swap_bytes(&mut data, swap_unit(&parts.header, desc.dtype));
-    Ok(Box::new(MemorySource {
+    let unit = swap_unit(&parts.header, desc.dtype);
+    Ok(Box::new(GzSource::start(
+        r,
         desc,
-        data,
-        shown: path.to_path_buf(),
-    }))
+        n,
+        unit,
+        parts.header.version,
+        path,
+    )))
 }
 
 /// Where the array of the uncompressed image `path` lies in its data file (the `.nii`,

@@ -12,6 +12,7 @@
 pub mod attrs;
 pub(crate) mod engine;
 pub mod header;
+mod stream;
 
 use std::io::Read;
 
