@@ -49,6 +49,9 @@ impl Format {
         if let Some(f) = Self::by_content(&head[..n]) {
             return Ok(f);
         }
+        if head.starts_with(b"\x1f\x8b") && crate::formats::nifti::gzipped(path) {
+            return Ok(Format::Nifti);
+        }
         Self::by_extension(path).ok_or_else(|| {
             Error::from(ErrorKind::NotRawArray {
                 magic: u64::from_le_bytes(head),

@@ -186,3 +186,29 @@ fn an_array_without_nifti_attributes_gets_nibabels_defaults() {
     );
     assert!(python(&["-c", &script]).contains("ok"));
 }
+
+/// `.nii` and `.nii.gz` to and from object storage: uploaded whole, and downloaded
+/// (a `.nii.gz` told by its inflated header, whatever the download is named).
+#[test]
+fn nifti_goes_to_and_from_object_storage() {
+    let Some(server) = crate::s3_server::Server::start() else {
+        return;
+    };
+    let options = rastore::convert::ConvertOptions::new()
+        .remote(crate::s3_server::Server::options(&server.endpoint(), 0))
+        .overwrite(true);
+    let d = tmp();
+    let p = |n: &str| d.path().join(n);
+    let a = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[6, 5, 4]).f(), |i| {
+        (i[0] * 7 + i[1] * 3 + i[2] * 100) as i16
+    });
+    rastore::write(p("a.ra"), &a).unwrap();
+    for ext in ["nii", "nii.gz"] {
+        let url = format!("s3://{}/a.{ext}", crate::s3_server::BUCKET);
+        let url = Path::new(&url);
+        rastore::convert::convert(&p("a.ra"), url, &options, &mut |_, _| ()).unwrap();
+        let back = p("back.ra");
+        rastore::convert::convert(url, &back, &options, &mut |_, _| ()).unwrap();
+        assert_eq!(rastore::read::<i16>(&back).unwrap(), a, "{}", url.display());
+    }
+}

@@ -153,6 +153,24 @@ pub fn parse(bytes: &[u8]) -> Result<NiftiFile> {
     Ok(f)
 }
 
+/// Whether the gzip stream `path` inflates to a NIfTI header (`n+1` or `n+2`): a
+/// `.nii.gz` under any name (a download, say).
+pub fn gzipped(path: &std::path::Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::with_capacity(header::NIFTI1_LEN);
+    let inflated = flate2::read::MultiGzDecoder::new(file)
+        .take(header::NIFTI1_LEN as u64)
+        .read_to_end(&mut head);
+    inflated.is_ok()
+        && match sizeof_hdr(&head) {
+            Some((1, _, _)) => head.get(344..348) == Some(b"n+1\0"),
+            Some((2, _, _)) => head.get(4..8) == Some(b"n+2\0"),
+            _ => false,
+        }
+}
+
 /// Whether `path` names a gzipped image by its name (`.nii.gz`, in any case).
 pub fn gz_named(path: &std::path::Path) -> bool {
     path.to_str()
