@@ -195,8 +195,8 @@ pub fn from_attributes(h: &mut NiftiHeader, attrs: &Hash) -> Vec<Extension> {
         if rows.len() == 4 {
             h.srow = [rows[0], rows[1], rows[2]];
             h.codes[1] = 2;
-            for c in 0..3 {
-                h.pixdim[c + 1] = (0..3).map(|r| rows[r][c] * rows[r][c]).sum::<f64>().sqrt();
+            for (c, p) in h.pixdim[1..4].iter_mut().enumerate() {
+                *p = rows[..3].iter().map(|r| r[c] * r[c]).sum::<f64>().sqrt();
             }
         }
     }
@@ -279,15 +279,15 @@ pub fn affine(h: &NiftiHeader) -> [[f64; 4]; 4] {
     let ndim = h.dim[0].clamp(0, 7) as usize;
     let mut a = [[0.0; 4]; 4];
     a[3][3] = 1.0;
-    for k in 0..3 {
+    for (k, row) in a.iter_mut().take(3).enumerate() {
         let (n, z) = if k < ndim {
             (h.dim[k + 1] as f64, h.pixdim[k + 1])
         } else {
             (1.0, 1.0)
         };
         let z = if k == 0 { -z } else { z };
-        a[k][k] = z;
-        a[k][3] = -(n - 1.0) / 2.0 * z;
+        row[k] = z;
+        row[3] = -(n - 1.0) / 2.0 * z;
     }
     a
 }
