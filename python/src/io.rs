@@ -311,13 +311,15 @@ fn check_output(path: PathBuf) -> PyResult<()> {
         .map_err(to_py)
 }
 
-/// `ra info --json` of a `.ra` or `.npy` file, told apart by its first bytes (a bad
+/// `ra info --json` of a `.ra` or `.npy` file or a NIfTI image, told apart by its first bytes (a bad
 /// `.npy`, a truncated one say, is refused as a `.npy`).
 #[pyfunction]
 fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(|| {
         if crate::mapped::is_npy(&path) {
             rastore::info::npy_header(&path).and_then(|nh| rastore::info::npy_json(&path, &nh))
+        } else if Format::of(&path).ok() == Some(Format::Nifti) {
+            rastore::info::nifti_json(&path)
         } else {
             rastore::info::info(&path).map(|i| i.to_json())
         }

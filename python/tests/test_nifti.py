@@ -175,3 +175,11 @@ def test_refused_types_are_named(tmp_path):
     with pytest.raises(rastore.Error, match="float16 in NIfTI"):
         rastore.write(tmp_path / "a.nii", np.zeros(3, np.float16))
     assert not (tmp_path / "a.nii").exists()
+
+
+def test_info_reads_the_header_alone(tmp_path):
+    for name, version in (("a.nii.gz", 1), ("b.nii", 2)):
+        _image(tmp_path / name, "u2", (6, 5, 4), version)
+        assert rastore.info(tmp_path / name) == {
+            "path": str(tmp_path / name), "format": "nifti", "version": version,
+            "dtype": "uint16", "dims": [6, 5, 4], "count": 120, "bytes": 240}

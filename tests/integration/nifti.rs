@@ -212,3 +212,43 @@ fn nifti_goes_to_and_from_object_storage() {
         assert_eq!(rastore::read::<i16>(&back).unwrap(), a, "{}", url.display());
     }
 }
+
+/// The read commands take a `.nii` (mapped) and a `.nii.gz` (inflated) as they take the
+/// `.ra` converted from them.
+#[test]
+fn read_commands_take_nifti_images() {
+    let d = tmp();
+    let p = |n: &str| d.path().join(n);
+    let a = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[5, 4, 3]).f(), |i| {
+        (i[0] as f32) - 1.5 * (i[1] as f32) + 10.0 * (i[2] as f32)
+    });
+    rastore::write(p("a.ra"), &a).unwrap();
+    convert(&p("a.ra"), &p("a.nii"));
+    convert(&p("a.ra"), &p("a.nii.gz"));
+    let run = |args: &[&Path]| {
+        let o = ra().args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        text
+    };
+    // The .ra of the image keeps its header as attributes: the same metadata.
+    convert(&p("a.nii"), &p("b.ra"));
+    let stats = run(&[Path::new("stats"), &p("a.ra")]);
+    for f in ["a.nii", "a.nii.gz"] {
+        let info = run(&[Path::new("info"), &p(f)]);
+        assert!(
+            info.ends_with("float32 [5, 4, 3] bytes 240 nifti-1\n"),
+            "{info}"
+        );
+        assert!(run(&[Path::new("describe"), &p(f)]).contains("sform_code: 0"));
+        assert!(
+            run(&[Path::new("verify"), &p(f)]).contains("ok (float32 [5, 4, 3], 240 data bytes")
+        );
+        assert_eq!(run(&[Path::new("stats"), &p(f)]), stats, "{f}");
+        assert!(run(&[Path::new("diff"), &p(f), &p("b.ra")]).starts_with("same"));
+    }
+}

@@ -295,26 +295,19 @@ fn is_nifti(path: &Path) -> bool {
     !remote::is_remote(path) && !path.is_dir() && Format::of(path).ok() == Some(Format::Nifti)
 }
 
-/// `ra info` of a NIfTI image: its type and shape (nibabel's), as a line or JSON.
+/// `ra info` of a NIfTI image, from its header alone: its type and shape (nibabel's),
+/// as a line or JSON.
 fn nifti_info_line(path: &Path, json: bool) -> Result<String, Fail> {
-    let i = Input::open(path)?;
-    let bytes = i.count() * i.dtype.elbyte;
     if json {
-        let dims: Vec<String> = i.dims.iter().map(u64::to_string).collect();
-        return Ok(format!(
-            "{{\"path\": {}, \"format\": \"nifti\", \"dtype\": {}, \"dims\": [{}], \
-             \"count\": {}, \"bytes\": {bytes}}}",
-            rastore::json::string(&path.to_string_lossy()),
-            rastore::json::string(&i.dtype.name()),
-            dims.join(", "),
-            i.count()
-        ));
+        return Ok(rastore::info::nifti_json(path)?);
     }
+    let (desc, version) = rastore::formats::nifti::engine::describe(path)?;
     Ok(format!(
-        "{}: {} {:?} bytes {bytes} nifti",
+        "{}: {} {:?} bytes {} nifti-{version}",
         term::path(path),
-        i.dtype,
-        i.dims
+        desc.dtype,
+        desc.dims,
+        desc.nbytes()
     ))
 }
 

@@ -98,6 +98,22 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>> {
     }))
 }
 
+/// What the image `path` holds, from its header alone (a `.nii.gz` inflated only as
+/// far as its header), with its NIfTI version.
+pub fn describe(path: &Path) -> Result<(Desc, u8)> {
+    let parts = if is_gzip(path)? {
+        let file = File::open(path).map_err(io_at("open", path))?;
+        read_head(
+            &mut MultiGzDecoder::new(std::io::BufReader::new(file)),
+            false,
+        )
+        .at(path)?
+    } else {
+        open_parts(path)?.2
+    };
+    Ok((desc_of(&parts).at(path)?, parts.header.version))
+}
+
 /// Whether `path` starts with gzip's magic.
 fn is_gzip(path: &Path) -> Result<bool> {
     let mut magic = Vec::with_capacity(2);

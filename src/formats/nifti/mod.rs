@@ -10,7 +10,7 @@
 //! by name. See docs/formats/nifti.md.
 
 pub mod attrs;
-pub(crate) mod engine;
+pub mod engine;
 pub mod header;
 mod stream;
 
