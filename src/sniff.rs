@@ -20,7 +20,7 @@ pub enum Support {
 }
 
 /// What rastore reads, for messages that refuse something else.
-pub const READS: &str = ".ra, .npy, .npz, PNG, Zarr and dataset folders";
+pub const READS: &str = ".ra, .npy, .npz, PNG, NIfTI, TIFF, safetensors, Zarr and dataset folders";
 
 /// What [`what`] calls a safetensors file (which has no magic number: a length, then
 /// its JSON header).
@@ -39,6 +39,10 @@ const MAGICS: &[(&[u8], &str, Support)] = &[
     ),
     (b"PK\x05\x06", "an empty ZIP archive", Support::Read),
     (b"", SAFETENSORS_NAME, Support::Read),
+    (b"\x5c\x01\0\0", "a NIfTI-1 image", Support::Read),
+    (b"\0\0\x01\x5c", "a big-endian NIfTI-1 image", Support::Read),
+    (b"\x1c\x02\0\0", "a NIfTI-2 image", Support::Read),
+    (b"\0\0\x02\x1c", "a big-endian NIfTI-2 image", Support::Read),
     (b"\x89HDF\r\n\x1a\n", "an HDF5 file", Support::NotYet),
     (b"CDF\x01", "a netCDF classic file", Support::NotYet),
     (b"CDF\x02", "a netCDF 64-bit offset file", Support::NotYet),

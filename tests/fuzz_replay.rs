@@ -25,7 +25,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// A fuzz target's body.
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 14] = [
+const TARGETS: [(&str, Target); 15] = [
     ("header", fuzzing::header),
     ("file", fuzzing::file),
     ("npy_header", fuzzing::npy_header),
@@ -40,6 +40,7 @@ const TARGETS: [(&str, Target); 14] = [
     ("engine", fuzzing::engine),
     ("npz", fuzzing::npz),
     ("safetensors", fuzzing::safetensors),
+    ("nifti", fuzzing::nifti),
 ];
 
 fn inputs(target: &str) -> Vec<PathBuf> {

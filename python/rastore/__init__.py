@@ -389,7 +389,7 @@ def write(
 
 
 def info(path, *, storage_options=None):
-    """What ``ra info --json`` says of ``path`` (a ``.ra`` or ``.npy``, or an
+    """What ``ra info --json`` says of ``path`` (a ``.ra``, a ``.npy``, a NIfTI image, or an
     ``s3://`` object), as a dict."""
     path = _location(path)
     if _is_remote(path):

@@ -54,6 +54,7 @@ pub(crate) fn open_local(
         Format::Npy => Box::new(crate::formats::npy::NpySource::open(path)?),
         Format::Png => crate::formats::png::engine::open(path)?,
         Format::Zarr => open_zarr(path, options)?,
+        Format::Nifti => crate::formats::nifti::engine::open(path)?,
         Format::Npz => {
             let members = crate::formats::npz::engine::members(path)?;
             match members.as_slice() {
@@ -115,6 +116,7 @@ pub(super) fn check_fits(f: Format, desc: &Desc) -> Result<()> {
             crate::formats::npy::check_numpy_shape(&desc.dims, descr.itemsize()?)
         }
         Format::Safetensors => crate::formats::safetensors::check(desc.dtype),
+        Format::Nifti => crate::formats::nifti::engine::header_for(desc).map(drop),
         _ => Ok(()),
     }
 }
@@ -132,6 +134,7 @@ pub(crate) fn create_local(
         Format::Npy => crate::formats::npy::engine::create(path, desc, options),
         Format::Png => crate::formats::png::engine::create(path, desc, options),
         Format::Safetensors => crate::formats::safetensors::engine::create(path, desc, options),
+        Format::Nifti => crate::formats::nifti::engine::create(path, desc, options),
         _ => create_zarr(path, desc, options),
     }
 }

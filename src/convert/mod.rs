@@ -20,6 +20,7 @@
 //! | `.npz` | each member ([`npz`](crate::formats::npz)) | of a dataset's arrays, stored |
 //! | PNG | decoded ([`png`](crate::formats::png)) | 8/16-bit, or scaled to gray |
 //! | safetensors | each tensor, C order ([`safetensors`](crate::formats::safetensors)); a file a dataset | a dataset's arrays, or one, C order |
+//! | NIfTI-1 and 2 | `.nii` and pairs in place, either byte order; `.nii.gz` inflated as read ([`nifti`](crate::formats::nifti)) | `.nii`, `.nii.gz` |
 //! | Zarr v2 and v3, local or `s3://` | `formats::zarr` (feature `zarr`); a group's arrays | v3: a group of one array, or bare; a dataset's group |
 //! | dataset folders (FORMAT.md §10) | each variable | one `NAME.ra` per array of a tree |
 //! | `s3://` objects | `.ra` by ranged GETs; other formats downloaded ([`remote`], feature `s3`) | `.ra` as a multipart upload; others uploaded whole |

@@ -26,6 +26,8 @@ pub enum Format {
     /// safetensors, `.safetensors`: named tensors (a dataset), or one of them as
     /// `m.safetensors/NAME`.
     Safetensors,
+    /// NIfTI-1 or NIfTI-2: `.nii`, `.nii.gz`, a `.hdr`/`.img` pair.
+    Nifti,
 }
 
 impl Format {
@@ -49,6 +51,9 @@ impl Format {
         let n = crate::read::read_full(&mut file, &mut head).map_err(|e| e.at(path))?;
         if let Some(f) = Self::by_content(&head[..n]) {
             return Ok(f);
+        }
+        if head.starts_with(b"\x1f\x8b") && crate::formats::nifti::gzipped(path) {
+            return Ok(Format::Nifti);
         }
         Self::by_extension(path).ok_or_else(|| {
             let mut magic = [0u8; 8];
@@ -74,6 +79,8 @@ impl Format {
             Some(Format::Npz)
         } else if crate::sniff::is_safetensors(head) {
             Some(Format::Safetensors)
+        } else if crate::formats::nifti::looks_like(head) {
+            Some(Format::Nifti)
         } else {
             None
         }
@@ -100,6 +107,8 @@ impl Format {
             "npz" => Some(Format::Npz),
             "zarr" => Some(Format::Zarr),
             "safetensors" => Some(Format::Safetensors),
+            "nii" | "hdr" | "img" => Some(Format::Nifti),
+            "gz" if crate::formats::nifti::gz_named(Path::new(name)) => Some(Format::Nifti),
             _ => None,
         }
     }
@@ -126,6 +135,10 @@ pub fn array_name(input: &Path) -> String {
     let stem = match base.rsplit_once('.') {
         Some((stem, _)) if known => stem,
         _ => &base,
+    };
+    let stem = match stem.rsplit_once('.') {
+        Some((s, ext)) if known && ext.eq_ignore_ascii_case("nii") => s,
+        _ => stem,
     };
     if stem.is_empty() || stem.starts_with('.') {
         "array".into()

@@ -57,7 +57,11 @@ pub fn member_path(path: &Path) -> (PathBuf, Option<String>) {
 /// or refused as what it is).
 pub fn placeable(path: &Path) -> bool {
     let (file, member) = member_path(path);
-    member.is_some() || matches!(Format::of(&file), Ok(Format::Npy | Format::Safetensors))
+    member.is_some()
+        || matches!(
+            Format::of(&file),
+            Ok(Format::Npy | Format::Safetensors | Format::Nifti)
+        )
 }
 
 /// Where the array `path` names lies raw, for a mapping or a Zarr reader: a `.npy`, or
@@ -66,13 +70,15 @@ pub fn placeable(path: &Path) -> bool {
 pub fn placed(path: &Path) -> Result<Placed> {
     let (file, member) = member_path(path);
     let format = Format::of(&file)?;
-    let layout = match (format, member) {
+    let (file, layout) = match (format, member) {
         (Format::Npy, None) => {
             let mut f = File::open(&file).map_err(io_at("open", &file))?;
-            npy::read_header(&mut f).at(&file)?
+            let layout = npy::read_header(&mut f).at(&file)?;
+            (file, layout)
         }
         (Format::Safetensors, Some(name)) => {
-            crate::formats::safetensors::engine::placed(&file, &name)?
+            let layout = crate::formats::safetensors::engine::placed(&file, &name)?;
+            (file, layout)
         }
         (Format::Safetensors, None) => {
             let (names, _) = crate::formats::safetensors::engine::dataset(&file)?;
@@ -83,6 +89,7 @@ pub fn placed(path: &Path) -> Result<Placed> {
             )))
             .at(&file));
         }
+        (Format::Nifti, None) => crate::formats::nifti::engine::placed(&file)?,
         (_, Some(name)) => {
             return Err(Error::from(ErrorKind::Unsupported(format!(
                 "a member ({name:?}) of a file of this format: it holds one array"

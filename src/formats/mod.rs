@@ -7,6 +7,7 @@
 //! | format | module | reads | writes |
 //! |---|---|---|---|
 //! | NumPy `.npy` | [`npy`] | headers, data zero-copy ([`MappedNpy`](crate::MappedNpy)) | Fortran order |
+//! | NIfTI-1 and NIfTI-2 | [`nifti`] | `.nii`, `.nii.gz`, `.hdr`/`.img`, either byte order; mapped in place | `.nii`, `.nii.gz` |
 //! | NumPy `.npz` | [`npz`] | its `.npy` members, stored or deflated | a dataset's arrays, stored |
 //! | PNG | [`png`] | 1- to 16-bit images | 8- and 16-bit images |
 //! | safetensors | [`safetensors`] | every tensor (C order) but 8-bit and smaller floats; in place | a dataset's arrays, or one, C order |
@@ -15,6 +16,7 @@
 //! The `.ra` source and sink are the core's ([`crate::convert::ra`]), and so are the NDL
 //! trailers ([`crate::ndl`]) and content sniffing ([`crate::sniff`]).
 
+pub mod nifti;
 pub mod npy;
 pub mod npz;
 pub mod png;

@@ -25,6 +25,9 @@ use crate::dtype::DType;
 use crate::formats::npy::NpyHeader;
 use crate::header::{Encoding, Header, MAGIC};
 
+mod nifti;
+pub use nifti::nifti;
+
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 static COUNTING: AtomicBool = AtomicBool::new(false);

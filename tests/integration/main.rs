@@ -14,6 +14,7 @@ mod malformed;
 mod newcomer;
 mod newcomer2;
 mod newcomer3;
+mod nifti;
 mod npy;
 mod platform;
 mod refs;

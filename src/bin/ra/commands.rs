@@ -298,6 +298,29 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
     }
 }
 
+/// Whether `path` is a NIfTI image (by its contents, or by name: a `.nii.gz`, the
+/// `.img` of a pair).
+fn is_nifti(path: &Path) -> bool {
+    use rastore::convert::Format;
+    !remote::is_remote(path) && !path.is_dir() && Format::of(path).ok() == Some(Format::Nifti)
+}
+
+/// `ra info` of a NIfTI image, from its header alone: its type and shape (nibabel's),
+/// as a line or JSON.
+fn nifti_info_line(path: &Path, json: bool) -> Result<String, Fail> {
+    if json {
+        return Ok(rastore::info::nifti_json(path)?);
+    }
+    let (desc, version) = rastore::formats::nifti::engine::describe(path)?;
+    Ok(format!(
+        "{}: {} {:?} bytes {} nifti-{version}",
+        term::path(path),
+        desc.dtype,
+        desc.dims,
+        desc.nbytes()
+    ))
+}
+
 /// The header of a `.npy`, read alone (not its data).
 fn npy_header(path: &Path) -> Result<rastore::formats::npy::NpyHeader, Fail> {
     Ok(rastore::info::npy_header(path)?)
@@ -355,6 +378,10 @@ pub fn info(a: &InfoArgs) -> Outcome {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
             return Ok(());
         }
+        if is_nifti(p) {
+            writeln!(out, "{}", nifti_info_line(p, a.json)?)?;
+            return Ok(());
+        }
         if rastore::convert::placeable(p) {
             for line in engine_info_lines(p, a.json)? {
                 writeln!(out, "{line}")?;
@@ -386,6 +413,10 @@ pub fn describe(a: &FileArg) -> Outcome {
         rastore::dataset::describe(&a.file)?
     } else if is_npy(&a.file) {
         rastore::formats::npy::describe_npy(&name, &npy_header(&a.file)?)?
+    } else if is_nifti(&a.file) {
+        let i = Input::open(&a.file)?;
+        let h = rastore::Header::new(i.dtype, &i.dims).map_err(|e| e.at(&a.file))?;
+        rastore::ndl::describe(&name, &h, i.trailer().unwrap_or_default())
     } else if rastore::convert::placeable(&a.file) {
         rastore::formats::safetensors::engine::describe(&a.file)?
     } else {

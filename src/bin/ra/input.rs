@@ -1,4 +1,5 @@
-//! The arrays the read commands take: a `.ra` or a `.npy` file as one logical array
+//! The arrays the read commands take: a `.ra`, a `.npy`, or an array of any format the
+//! conversion engine reads, as one logical array
 //! (dims, element type, where each element lies), over a mapping where the bytes can
 //! be used in place and over a decoded copy where they cannot (compressed, packed,
 //! other byte order).
@@ -50,15 +51,23 @@ pub fn is_npy(path: &Path) -> bool {
 }
 
 impl Input {
-    /// Opens `path` by its contents: a `.npy` as NumPy's format, an array of another
-    /// format that lies raw in its file (`m.safetensors/NAME`) mapped as one, else a
-    /// `.ra`. Another format's array with no NumPy type (bfloat16) is read through the
-    /// conversion engine into memory.
+    /// Opens `path` by its contents: a `.npy` as NumPy's format; an array of another
+    /// format that lies raw in its file (a NIfTI `.nii`, `m.safetensors/NAME`, a TIFF's
+    /// contiguous pages) mapped as one; a `.ra`; and any other array the conversion
+    /// engine reads (a `.nii.gz`, compressed TIFF pages, a bfloat16 tensor) into memory.
+    /// Another format's attributes come as its description's trailer.
     pub fn open(path: &Path) -> rastore::Result<Input> {
         if !is_npy(path) && rastore::convert::placeable(path) {
             return match rastore::convert::placed(path) {
-                // SAFETY: as for `.ra` inputs below.
-                Ok(placed) => Self::from_npy(unsafe { MappedNpy::open_placed(&placed) }?, path),
+                Ok(placed) => {
+                    // SAFETY: as for `.ra` inputs below.
+                    let map = unsafe { MappedNpy::open_placed(&placed) }?;
+                    let mut input = Self::from_npy(map, path)?;
+                    let options = rastore::convert::ConvertOptions::new();
+                    let source = rastore::convert::open(path, &options)?;
+                    input.owned_trailer = Some(source.desc().trailer.clone());
+                    Ok(input)
+                }
                 Err(e) if matches!(e.kind(), rastore::ErrorKind::Unsupported(_)) => {
                     Self::open_engine(path)
                 }
@@ -68,6 +77,12 @@ impl Input {
         match Self::open_ra(path) {
             Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) => {
                 Self::open_npy(path)
+            }
+            Err(e)
+                if matches!(e.kind(), rastore::ErrorKind::NotRawArray { .. })
+                    && rastore::convert::Format::of(path).is_ok() =>
+            {
+                Self::open_engine(path)
             }
             r => r,
         }
@@ -103,7 +118,7 @@ impl Input {
         })
     }
 
-    /// Any array the conversion engine reads, into memory, column-major.
+    /// Any array the conversion engine reads, into memory, column-major, its trailer kept.
     fn open_engine(path: &Path) -> rastore::Result<Input> {
         let source = rastore::convert::open(path, &rastore::convert::ConvertOptions::new())?;
         let d = source.desc().clone();
@@ -120,7 +135,7 @@ impl Input {
             dims,
             origin: 0,
             bytes: Bytes::Owned(data),
-            owned_trailer: None,
+            owned_trailer: Some(d.trailer),
         })
     }
 
