@@ -20,7 +20,11 @@ pub enum Support {
 }
 
 /// What rastore reads, for messages that refuse something else.
-pub const READS: &str = ".ra, .npy, .npz, PNG, TIFF, Zarr and dataset folders";
+pub const READS: &str = ".ra, .npy, .npz, PNG, NIfTI, TIFF, safetensors, Zarr and dataset folders";
+
+/// What [`what`] calls a safetensors file (which has no magic number: a length, then
+/// its JSON header).
+pub const SAFETENSORS_NAME: &str = "a safetensors file";
 
 /// `(leading bytes, what a file starting with them is, whether rastore reads it)`.
 const MAGICS: &[(&[u8], &str, Support)] = &[
@@ -34,6 +38,11 @@ const MAGICS: &[(&[u8], &str, Support)] = &[
         Support::Read,
     ),
     (b"PK\x05\x06", "an empty ZIP archive", Support::Read),
+    (b"", SAFETENSORS_NAME, Support::Read),
+    (b"\x5c\x01\0\0", "a NIfTI-1 image", Support::Read),
+    (b"\0\0\x01\x5c", "a big-endian NIfTI-1 image", Support::Read),
+    (b"\x1c\x02\0\0", "a NIfTI-2 image", Support::Read),
+    (b"\0\0\x02\x1c", "a big-endian NIfTI-2 image", Support::Read),
     (b"\x89HDF\r\n\x1a\n", "an HDF5 file", Support::NotYet),
     (b"CDF\x01", "a netCDF classic file", Support::NotYet),
     (b"CDF\x02", "a netCDF 64-bit offset file", Support::NotYet),
@@ -61,8 +70,9 @@ pub const TEXT_NAME: &str = "a text file";
 pub fn what(bytes: &[u8]) -> Option<&'static str> {
     MAGICS
         .iter()
-        .find(|(m, _, _)| bytes.starts_with(m))
+        .find(|(m, _, _)| !m.is_empty() && bytes.starts_with(m))
         .map(|(_, name, _)| *name)
+        .or_else(|| is_safetensors(bytes).then_some(SAFETENSORS_NAME))
         .or_else(|| is_text(bytes).then_some(TEXT_NAME))
 }
 
@@ -91,6 +101,18 @@ fn is_text(bytes: &[u8]) -> bool {
             .all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r'))
 }
 
+/// Whether `bytes` (at least 9) start like a safetensors file: a header length of at
+/// most the package's 100 MB limit, then the header's `{`.
+pub fn is_safetensors(bytes: &[u8]) -> bool {
+    match (bytes.get(..8), bytes.get(8)) {
+        (Some(n), Some(b'{')) => {
+            let n = u64::from_le_bytes(n.try_into().unwrap_or([0xff; 8]));
+            (2..=100_000_000).contains(&n)
+        }
+        _ => false,
+    }
+}
+
 /// Whether `bytes` start a NumPy `.npy` file.
 pub fn is_npy(bytes: &[u8]) -> bool {
     bytes.starts_with(NPY_MAGIC)
@@ -113,5 +135,9 @@ mod tests {
         assert_eq!(support(NPY_NAME), Support::Read);
         assert_eq!(support("an HDF5 file"), Support::NotYet);
         assert_eq!(support(TEXT_NAME), Support::NoArray);
+        let st = b"\x10\0\0\0\0\0\0\0{\"a\":{}}       ";
+        assert_eq!(what(st), Some(SAFETENSORS_NAME));
+        assert_eq!(support(SAFETENSORS_NAME), Support::Read);
+        assert!(!is_safetensors(b"\xff\xff\xff\xff\xff\xff\xff\xff{"));
     }
 }

@@ -25,7 +25,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// A fuzz target's body.
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 13] = [
+const TARGETS: [(&str, Target); 16] = [
     ("header", fuzzing::header),
     ("file", fuzzing::file),
     ("npy_header", fuzzing::npy_header),
@@ -38,6 +38,9 @@ const TARGETS: [(&str, Target); 13] = [
     ("print", print::print),
     ("zarr", fuzzing::zarr),
     ("engine", fuzzing::engine),
+    ("npz", fuzzing::npz),
+    ("safetensors", fuzzing::safetensors),
+    ("nifti", fuzzing::nifti),
     ("tiff", fuzzing::tiff),
 ];
 

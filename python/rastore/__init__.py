@@ -19,6 +19,7 @@ import errno
 import io
 import json
 import os
+import uuid
 
 import numpy as np
 
@@ -29,6 +30,7 @@ __all__ = [
     "Appender",
     "Array",
     "Error",
+    "Loader",
     "MappedFile",
     "convert",
     "create",
@@ -164,6 +166,20 @@ def _native(a):
     if a.dtype.fields is None and not a.dtype.isnative:
         return a.astype(a.dtype.newbyteorder("="))
     return a
+
+
+def _hidden(path):
+    """A hidden name beside ``path`` for the file a parallel write builds before it is
+    named ``path``."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f".{name}.rastore-{uuid.uuid4().hex[:12]}.tmp")
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
 
 
 def _fortran_bytes(a):
@@ -373,7 +389,7 @@ def write(
 
 
 def info(path, *, storage_options=None):
-    """What ``ra info --json`` says of ``path`` (a ``.ra`` or ``.npy``, or an
+    """What ``ra info --json`` says of ``path`` (a ``.ra``, a ``.npy``, a NIfTI image, or an
     ``s3://`` object), as a dict."""
     path = _location(path)
     if _is_remote(path):
@@ -456,6 +472,10 @@ def __getattr__(name):
         from ._zarr_store import ZarrStore
 
         return ZarrStore
+    if name == "Loader":
+        from ._loader import Loader
+
+        return Loader
     raise AttributeError(f"module 'rastore' has no attribute {name!r}")
 
 

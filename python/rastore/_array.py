@@ -61,7 +61,11 @@ class _Local:
         return bytes(self._reader().metadata)
 
     def token(self):
-        st = os.stat(self.path)
+        # An array inside a file (``m.safetensors/NAME``): the file's.
+        path = self.path
+        while not os.path.exists(path) and os.path.dirname(path) not in ("", path):
+            path = os.path.dirname(path)
+        st = os.stat(path)
         return (st.st_size, st.st_mtime_ns)
 
     def __getitem__(self, key):

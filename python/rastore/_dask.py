@@ -31,8 +31,8 @@ from dask.callbacks import Callback
 from dask.delayed import Delayed
 from dask.utils import parse_bytes
 
-from . import (_fortran_bytes, _is_remote, _native, _only_ra, _raw_type, _rastore,
-               _settings)
+from . import (_fortran_bytes, _hidden, _is_remote, _native, _only_ra, _raw_type, _rastore,
+               _remove, _settings)
 from ._array import Array
 
 
@@ -259,18 +259,6 @@ def _distributed_client(collection, kwargs):
     get = dask.base.get_scheduler(scheduler=kwargs.get("scheduler"), collections=[collection])
     client = getattr(get, "__self__", None)
     return client if isinstance(client, Client) else None
-
-
-def _hidden(path):
-    folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(folder, f".{name}.rastore-{uuid.uuid4().hex[:12]}.tmp")
-
-
-def _remove(path):
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
 
 
 def _in_worker():

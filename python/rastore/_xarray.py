@@ -155,7 +155,14 @@ class RastoreBackendEntrypoint(BackendEntrypoint):
         # Unnamed, it is named after the file, as ZarrStore and `ra convert` name it.
         key = name if name is not None else _rastore.array_name(location)
         variables = {} if drop_variables and key in drop_variables else {key: var}
-        return xr.Dataset(variables, coords=coords)
+        # CF-decoded as a dataset's variables are (a NIfTI image's scale_factor and
+        # add_offset give nibabel's get_fdata()); its `coordinates` attribute is kept,
+        # as the variables it names are not in a file alone.
+        decoders = dict(mask_and_scale=mask_and_scale, decode_times=decode_times,
+                        decode_timedelta=decode_timedelta, use_cftime=use_cftime,
+                        decode_coords=bool(decode_coords))
+        return xr.decode_cf(xr.Dataset(variables, coords=coords),
+                            **{k: v for k, v in decoders.items() if v is not None})
 
     def open_datatree(self, filename_or_obj, *, drop_variables=None, storage_options=None,
                       mask_and_scale=None, decode_times=None, decode_timedelta=None,

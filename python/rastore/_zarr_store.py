@@ -95,7 +95,7 @@ class _ArrayNode:
             return np.frombuffer(
                 self._source.read_range(self.offset + start, self.offset + stop), dtype="u1")
         if self._source is None:
-            self._source = np.memmap(self.location, dtype="u1", mode="r")
+            self._source = np.memmap(_file_of(self.location), dtype="u1", mode="r")
         return self._source[self.offset + start:self.offset + stop]
 
     def chunk(self, i):
@@ -139,11 +139,23 @@ def _slice(data, byte_range):
     raise ValueError(f"unexpected byte range {byte_range!r}")
 
 
+def _file_of(path):
+    """The file or folder ``path`` is, or the file that holds the array it names
+    (``m.safetensors`` of ``m.safetensors/NAME``); ``None`` if there is none."""
+    while not os.path.exists(path):
+        up = os.path.dirname(path)
+        if up in ("", path) or os.path.isdir(up):
+            return None
+        path = up
+    return path
+
+
 class ZarrStore(Store):
     """``ZarrStore(path_or_url, chunks=None, *, group=True, storage_options=None)``.
 
     ``path_or_url``: a ``.ra`` file (or an uncompressed ``.npy``, C or Fortran order:
-    chunks of whole rows along the first axis for C order), an ``s3://`` object, or a
+    chunks of whole rows along the first axis for C order, or a tensor of a safetensors
+    file, ``m.safetensors/NAME``), an ``s3://`` object, or a
     folder (a dataset: each
     ``.ra`` in it an array named after the file, ``dataset.yaml`` its attributes, each
     sub-folder a sub-group). ``chunks``: frames
@@ -168,7 +180,7 @@ class ZarrStore(Store):
         if zarr_format not in (2, 3):
             raise ValueError(f"zarr_format={zarr_format!r}: 2 or 3")
         self.location = _location(path_or_url)
-        if not _is_remote(self.location) and not os.path.exists(self.location):
+        if not _is_remote(self.location) and _file_of(self.location) is None:
             # Said here: zarr would take a store with no metadata for one with no array.
             raise FileNotFoundError(
                 errno.ENOENT, "no such file or folder (ZarrStore reads a .ra or .npy file, "

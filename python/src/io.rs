@@ -51,7 +51,14 @@ fn read<'py>(
     allocate: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     if crate::mapped::is_npy(&path) {
-        return read_npy(py, &path, allocate);
+        let npy = py.detach(|| NpySource::open(&path)).map_err(to_py)?;
+        return read_npy(py, npy, allocate);
+    }
+    if let Some(tensor) = py.detach(|| tensor_of(&path)).map_err(to_py)? {
+        return read_npy(py, tensor, allocate);
+    }
+    if Format::of(&path).ok() == Some(Format::Nifti) {
+        return read_source(py, &path, allocate);
     }
     if matches!(Format::of(&path), Ok(Format::Tiff)) {
         return read_decoded(py, &path, allocate);
@@ -101,13 +108,27 @@ fn read_decoded<'py>(
     Ok(array)
 }
 
-/// `read` of a `.npy`: its data as stored (C or Fortran order), in native byte order.
+/// The tensor `path` names (`m.safetensors/NAME`, or the one of `m.safetensors`), if
+/// it names one: read as a C-order `.npy`'s data is.
+fn tensor_of(path: &Path) -> rastore::Result<Option<NpySource>> {
+    use rastore::formats::safetensors::engine;
+    let (file, member) = rastore::convert::member_path(path);
+    if !file.is_file() || Format::of(&file)? != Format::Safetensors {
+        return Ok(None);
+    }
+    match member {
+        Some(name) => engine::open_tensor(&file, &name).map(Some),
+        None => engine::open(&file).map(Some),
+    }
+}
+
+/// `read` of a `.npy` (or an array stored as one): its data as stored (C or Fortran
+/// order), in native byte order.
 fn read_npy<'py>(
     py: Python<'py>,
-    path: &Path,
+    npy: NpySource,
     allocate: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let npy = py.detach(|| NpySource::open(path)).map_err(to_py)?;
     let desc = npy.desc().clone();
     let trailer = PyBytes::new(py, &desc.trailer);
     let args = (
@@ -127,6 +148,35 @@ fn read_npy<'py>(
     Ok(array)
 }
 
+/// `read` of a file of another format through its engine source (a NIfTI image,
+/// `.nii.gz` inflated): the whole array, column-major, native byte order.
+fn read_source<'py>(
+    py: Python<'py>,
+    path: &Path,
+    allocate: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let source = py
+        .detach(|| rastore::convert::open(path, &ConvertOptions::new()))
+        .map_err(to_py)?;
+    let desc = source.desc().clone();
+    let trailer = PyBytes::new(py, &desc.trailer);
+    let args = (
+        desc.dtype.eltype,
+        desc.dtype.elbyte,
+        desc.dims.clone(),
+        trailer,
+    );
+    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) =
+        allocate.call1(args)?.extract()?;
+    let mut bytes = bytes.readwrite();
+    let buf = bytes
+        .as_slice_mut()
+        .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
+    let all = rastore::convert::Block::all(&desc.dims);
+    py.detach(|| source.read_box(&all, buf)).map_err(to_py)?;
+    Ok(array)
+}
+
 /// The format other than RawArray that `path`'s name says (`.npy`, `.png`, `.npz`,
 /// `.zarr`), if any: what `write` writes there instead of a `.ra`.
 pub fn named_format(path: &Path) -> Option<Format> {
@@ -143,6 +193,8 @@ fn format_of_name(path: PathBuf) -> Option<&'static str> {
         Format::Tiff => "tiff",
         Format::Npz => "npz",
         Format::Zarr => "zarr",
+        Format::Safetensors => "safetensors",
+        Format::Nifti => "nifti",
         Format::Ra => "ra",
     })
 }
@@ -313,12 +365,22 @@ fn check_output(path: PathBuf) -> PyResult<()> {
 }
 
 /// `ra info --json` of a `.ra` or `.npy` file, told apart by its first bytes (a bad
-/// `.npy`, a truncated one say, is refused as a `.npy`).
+/// `.npy`, a truncated one say, is refused as a `.npy`), of a NIfTI image, or of a
+/// safetensors tensor.
 #[pyfunction]
 fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(|| {
         if crate::mapped::is_npy(&path) {
             rastore::info::npy_header(&path).and_then(|nh| rastore::info::npy_json(&path, &nh))
+        } else if Format::of(&path).ok() == Some(Format::Nifti) {
+            rastore::info::nifti_json(&path)
+        } else if rastore::convert::placeable(&path) {
+            // One tensor of a safetensors file (`m.safetensors/NAME`), or its only one.
+            use rastore::formats::safetensors::engine;
+            match engine::tensors_named(&path)?.as_slice() {
+                [(p, t)] => Ok(engine::info_json(p, t)),
+                _ => engine::open(&path).map(|_| String::new()),
+            }
         } else {
             rastore::info::info(&path).map(|i| i.to_json())
         }

@@ -55,9 +55,12 @@ def test_a_dataset_round_trips_through_a_folder_and_each_file_opens_alone(tmp_pa
     np.testing.assert_array_equal(rastore.open(folder / "temp.ra"), ds["temp"].values)
     alone = xr.open_dataarray(folder / "temp.ra", engine="rastore")
     assert alone.dims == ("lat", "lon", "time") and alone.attrs["units"] == "K"
-    # The CF time axis is stored as integers with its units, as netCDF stores it.
-    time = xr.open_dataset(folder / "time.ra", engine="rastore")["time"]  # a coordinate
+    # The CF time axis is stored as integers with its units, as netCDF stores it (a
+    # file opened alone is CF-decoded as a dataset is, unless asked not to be).
+    time = xr.open_dataset(folder / "time.ra", engine="rastore", decode_times=False)["time"]
     assert time.dtype == np.int64 and "since" in time.attrs["units"]
+    decoded = xr.open_dataset(folder / "time.ra", engine="rastore")["time"]
+    assert decoded.dtype.kind == "M"
     # Not decoded when asked not to be.
     raw = xr.open_dataset(folder, engine="rastore", decode_times=False)
     assert raw["time"].dtype == np.int64

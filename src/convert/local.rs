@@ -30,18 +30,32 @@ pub(super) fn open_zarr(path: &Path, _options: &ConvertOptions) -> Result<Box<dy
 }
 
 /// Opens the local input `path` by its contents; an archive's deflated member is
-/// inflated into `scratch` (a folder).
+/// inflated into `scratch` (a folder). A path past a file names one array in it
+/// (`m.safetensors/NAME`: [`member_path`](super::member_path)).
 pub(crate) fn open_local(
     path: &Path,
     scratch: &Path,
     options: &ConvertOptions,
 ) -> Result<Box<dyn Source>> {
+    if let (file, Some(name)) = super::member_path(path) {
+        return match Format::of(&file)? {
+            Format::Safetensors => Ok(Box::new(crate::formats::safetensors::engine::open_tensor(
+                &file, &name,
+            )?)),
+            f => Err(Error::from(ErrorKind::Unsupported(format!(
+                "a member ({name:?}) of a {f:?} file: it holds one array"
+            )))
+            .at(&file)),
+        };
+    }
     Ok(match Format::of(path)? {
+        Format::Safetensors => Box::new(crate::formats::safetensors::engine::open(path)?),
         Format::Ra => Box::new(super::ra::RaSource::open(path)?),
         Format::Npy => Box::new(crate::formats::npy::NpySource::open(path)?),
         Format::Png => crate::formats::png::engine::open(path)?,
         Format::Tiff => crate::formats::tiff::engine::open(path)?,
         Format::Zarr => open_zarr(path, options)?,
+        Format::Nifti => crate::formats::nifti::engine::open(path)?,
         Format::Npz => {
             let members = crate::formats::npz::engine::members(path)?;
             match members.as_slice() {
@@ -103,6 +117,8 @@ pub(super) fn check_fits(f: Format, desc: &Desc) -> Result<()> {
             let descr = crate::formats::npy::engine::descr_of(desc)?;
             crate::formats::npy::check_numpy_shape(&desc.dims, descr.itemsize()?)
         }
+        Format::Safetensors => crate::formats::safetensors::check(desc.dtype),
+        Format::Nifti => crate::formats::nifti::engine::header_for(desc).map(drop),
         _ => Ok(()),
     }
 }
@@ -120,6 +136,8 @@ pub(crate) fn create_local(
         Format::Npy => crate::formats::npy::engine::create(path, desc, options),
         Format::Png => crate::formats::png::engine::create(path, desc, options),
         Format::Tiff => crate::formats::tiff::engine::create(path, desc, options),
+        Format::Safetensors => crate::formats::safetensors::engine::create(path, desc, options),
+        Format::Nifti => crate::formats::nifti::engine::create(path, desc, options),
         _ => create_zarr(path, desc, options),
     }
 }

@@ -9,7 +9,8 @@
 //! the upload, writes `zarr.json`) or, dropped, leaves nothing. [`Grain`] says how each
 //! lays its elements out, and the planner (`plan`) cuts the array into boxes that
 //! both read and write in long runs: whole frames when both are column-major, the
-//! fewest-request box when a C-order source meets a column-major sink, the chunks of a
+//! fewest-request box where C order meets column-major (a C-order `.npy` read, a
+//! safetensors file written), the chunks of a
 //! Zarr side.
 //!
 //! | format | source | sink |
@@ -18,6 +19,8 @@
 //! | `.npy` | C and Fortran order, either byte order ([`npy`](crate::formats::npy)) | Fortran order |
 //! | `.npz` | each member ([`npz`](crate::formats::npz)) | of a dataset's arrays, stored |
 //! | PNG | decoded ([`png`](crate::formats::png)) | 8/16-bit, or scaled to gray |
+//! | safetensors | each tensor, C order ([`safetensors`](crate::formats::safetensors)); a file a dataset | a dataset's arrays, or one, C order |
+//! | NIfTI-1 and 2 | `.nii` and pairs in place, either byte order; `.nii.gz` inflated as read ([`nifti`](crate::formats::nifti)) | `.nii`, `.nii.gz` |
 //! | Zarr v2 and v3, local or `s3://` | `formats::zarr` (feature `zarr`); a group's arrays | v3: a group of one array, or bare; a dataset's group |
 //! | dataset folders (FORMAT.md §10) | each variable | one `NAME.ra` per array of a tree |
 //! | `s3://` objects | `.ra` by ranged GETs; other formats downloaded ([`remote`], feature `s3`) | `.ra` as a multipart upload; others uploaded whole |

@@ -79,7 +79,10 @@ fn create_remote(
         Format::Ra => create_ra(url, desc, options),
         f => {
             super::local::check_fits(f, &desc).map_err(|e| e.at(path))?;
-            let ext = path.extension().unwrap_or_default().to_string_lossy();
+            let ext = match crate::formats::nifti::gz_named(path) {
+                true => "nii.gz".into(),
+                false => path.extension().unwrap_or_default().to_string_lossy(),
+            };
             scratch_then_upload(url, &ext, desc, options)
         }
     }

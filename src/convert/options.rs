@@ -25,6 +25,11 @@ pub enum Format {
     /// A Zarr array: a folder (or `s3://` prefix) holding `zarr.json` or `.zarray`,
     /// or named `.zarr`.
     Zarr,
+    /// safetensors, `.safetensors`: named tensors (a dataset), or one of them as
+    /// `m.safetensors/NAME`.
+    Safetensors,
+    /// NIfTI-1 or NIfTI-2: `.nii`, `.nii.gz`, a `.hdr`/`.img` pair.
+    Nifti,
 }
 
 impl Format {
@@ -43,15 +48,20 @@ impl Format {
                 .at(path))
             };
         }
-        let mut head = [0u8; 8];
+        let mut head = [0u8; 9];
         let mut file = File::open(path).map_err(io_at("open", path))?;
         let n = crate::read::read_full(&mut file, &mut head).map_err(|e| e.at(path))?;
         if let Some(f) = Self::by_content(&head[..n]) {
             return Ok(f);
         }
+        if head.starts_with(b"\x1f\x8b") && crate::formats::nifti::gzipped(path) {
+            return Ok(Format::Nifti);
+        }
         Self::by_extension(path).ok_or_else(|| {
+            let mut magic = [0u8; 8];
+            magic.copy_from_slice(&head[..8]);
             Error::from(ErrorKind::NotRawArray {
-                magic: u64::from_le_bytes(head),
+                magic: u64::from_le_bytes(magic),
                 found: crate::sniff::what(&head[..n]),
             })
             .at(path)
@@ -74,6 +84,10 @@ impl Format {
             Some(Format::Tiff)
         } else if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") {
             Some(Format::Npz)
+        } else if crate::sniff::is_safetensors(head) {
+            Some(Format::Safetensors)
+        } else if crate::formats::nifti::looks_like(head) {
+            Some(Format::Nifti)
         } else {
             None
         }
@@ -88,7 +102,8 @@ impl Format {
     }
 
     /// The format `path`'s extension names (`.ra`, `.npy`, `.png`, `.tif`, `.tiff`, `.npz`,
-    /// `.zarr`, in any case; a trailing `/` ignored), if any.
+    /// `.zarr`, `.safetensors`, `.nii`, `.nii.gz`, `.hdr`, `.img`, in any case; a trailing
+    /// `/` ignored), if any.
     pub fn by_extension(path: &Path) -> Option<Format> {
         let name = path.to_str()?.trim_end_matches(['/', '\\']);
         let ext = Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
@@ -99,6 +114,9 @@ impl Format {
             "tif" | "tiff" => Some(Format::Tiff),
             "npz" => Some(Format::Npz),
             "zarr" => Some(Format::Zarr),
+            "safetensors" => Some(Format::Safetensors),
+            "nii" | "hdr" | "img" => Some(Format::Nifti),
+            "gz" if crate::formats::nifti::gz_named(Path::new(name)) => Some(Format::Nifti),
             _ => None,
         }
     }
@@ -106,7 +124,7 @@ impl Format {
 
 /// The name of the array a file holds in a group (and of its variable in xarray, when
 /// the file names none): its file name without its format's extension (`.ra`, `.npy`,
-/// `.png`, `.npz`, `.zarr`); `array` for a name that would be empty or hidden.
+/// `.png`, `.npz`, `.zarr`, `.safetensors`); `array` for a name that would be empty or hidden.
 pub fn array_name(input: &Path) -> String {
     let s = input.to_string_lossy();
     let base = match s.strip_prefix("s3://") {
@@ -125,6 +143,10 @@ pub fn array_name(input: &Path) -> String {
     let stem = match base.rsplit_once('.') {
         Some((stem, _)) if known => stem,
         _ => &base,
+    };
+    let stem = match stem.rsplit_once('.') {
+        Some((s, ext)) if known && ext.eq_ignore_ascii_case("nii") => s,
+        _ => stem,
     };
     if stem.is_empty() || stem.starts_with('.') {
         "array".into()

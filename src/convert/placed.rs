@@ -57,7 +57,11 @@ pub fn member_path(path: &Path) -> (PathBuf, Option<String>) {
 /// or refused as what it is).
 pub fn placeable(path: &Path) -> bool {
     let (file, member) = member_path(path);
-    member.is_some() || matches!(Format::of(&file), Ok(Format::Npy | Format::Tiff))
+    member.is_some()
+        || matches!(
+            Format::of(&file),
+            Ok(Format::Npy | Format::Safetensors | Format::Nifti | Format::Tiff)
+        )
 }
 
 /// Where the array `path` names lies raw, for a mapping or a Zarr reader: a `.npy`, or
@@ -66,14 +70,32 @@ pub fn placeable(path: &Path) -> bool {
 pub fn placed(path: &Path) -> Result<Placed> {
     let (file, member) = member_path(path);
     let format = Format::of(&file)?;
-    let layout = match (format, member) {
+    let (file, layout) = match (format, member) {
         (Format::Npy, None) => {
             let mut f = File::open(&file).map_err(io_at("open", &file))?;
-            npy::read_header(&mut f).at(&file)?
+            let layout = npy::read_header(&mut f).at(&file)?;
+            (file, layout)
         }
-        (Format::Tiff, None) => crate::formats::tiff::parse_file(&file)?
-            .layout()
-            .at(&file)?,
+        (Format::Safetensors, Some(name)) => {
+            let layout = crate::formats::safetensors::engine::placed(&file, &name)?;
+            (file, layout)
+        }
+        (Format::Safetensors, None) => {
+            let (names, _) = crate::formats::safetensors::engine::dataset(&file)?;
+            return Err(Error::from(ErrorKind::InvalidArgument(format!(
+                "a safetensors file holds named tensors: name one, as {}/NAME (it holds {})",
+                file.display(),
+                names.join(", ")
+            )))
+            .at(&file));
+        }
+        (Format::Nifti, None) => crate::formats::nifti::engine::placed(&file)?,
+        (Format::Tiff, None) => {
+            let layout = crate::formats::tiff::parse_file(&file)?
+                .layout()
+                .at(&file)?;
+            (file, layout)
+        }
         (_, Some(name)) => {
             return Err(Error::from(ErrorKind::Unsupported(format!(
                 "a member ({name:?}) of a file of this format: it holds one array"

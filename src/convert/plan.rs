@@ -130,7 +130,7 @@ pub(crate) fn plan(desc: &Desc, from: &Grain, to: &Grain) -> Result<Vec<Piece>> 
         }
         (_, Grain::Chunks(c)) => whole(c.clone()),
         (Grain::Chunks(c), _) if n > 0 => whole(slabs(c, n - 1)),
-        (Grain::RowMajor, _) => {
+        (Grain::RowMajor, _) | (_, Grain::RowMajor) => {
             let shape = crate::view::shape_usize(dims)?;
             whole(
                 box_shape(&shape, w as usize, TILE_BYTES)

@@ -163,7 +163,8 @@ pub fn references(
     let (view, read) = opened(input, chunks, options, None)?;
     let own = match input.to_str() {
         Some(s) if s.starts_with("s3://") => s.to_string(),
-        _ => std::path::absolute(input)
+        // An array inside a file (`m.safetensors/NAME`) is read from the file.
+        _ => std::path::absolute(super::member_path(input).0)
             .map_err(io_at("resolve", input))?
             .to_string_lossy()
             .into_owned(),

@@ -71,7 +71,7 @@ impl Source for RemoteRaSource {
 pub(crate) struct Scratch(pub(crate) PathBuf);
 
 impl Scratch {
-    fn new(ext: &str) -> Scratch {
+    pub(crate) fn new(ext: &str) -> Scratch {
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Scratch(
@@ -93,6 +93,18 @@ struct Downloaded {
     shown: PathBuf,
     /// After `inner`, which holds it open.
     _scratch: Scratch,
+}
+
+/// The object `url` downloaded into a scratch file named `.ext`, removed when dropped.
+pub(crate) fn downloaded(url: &str, ext: &str, options: &ConvertOptions) -> Result<Scratch> {
+    let scratch = Scratch::new(ext);
+    download(url, &scratch.0, options.remote_options())?;
+    Ok(scratch)
+}
+
+/// Uploads the scratch file `scratch` (complete) as the object `url`.
+pub(crate) fn upload_scratch(scratch: &Scratch, url: &str, options: &ConvertOptions) -> Result<()> {
+    upload_any(&scratch.0, url, options.remote_options()).map(drop)
 }
 
 /// Downloads the object `url` and opens it by its contents.

@@ -29,7 +29,8 @@ pub fn convert(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
-    if url_of(input).is_none() && !input.is_dir() && Format::of(input)? == Format::Npz {
+    // (A path past a file, naming an array in it, is opened below.)
+    if url_of(input).is_none() && !input.is_dir() && Format::of(input).ok() == Some(Format::Npz) {
         return npz_to_folder(input, output, options, progress);
     }
     if url_of(output).is_none() {
@@ -152,16 +153,32 @@ fn npz_to_folder(
     for o in &outputs {
         refuse_existing(o, options.placement())?;
     }
-    if !out.is_dir() {
+    let made = !out.is_dir();
+    if made {
         std::fs::create_dir(out).map_err(io_at("create folder", out))?;
     }
     let mut result = Converted::default();
     let mut overall = Overall::default();
-    for ((_, m), o) in members.iter().zip(&outputs) {
-        let source = crate::formats::npz::engine::MemberSource::open(input, m, out)?;
-        let sink = create_local(o, source.desc().clone(), options)?;
-        let done = overall.copy(Box::new(source), sink, progress)?;
-        result.stored_raw |= done.stored_raw;
+    for (k, ((_, m), o)) in members.iter().zip(&outputs).enumerate() {
+        let done =
+            crate::formats::npz::engine::MemberSource::open(input, m, out).and_then(|source| {
+                let sink = create_local(o, source.desc().clone(), options)?;
+                overall.copy(Box::new(source), sink, progress)
+            });
+        match done {
+            Ok(done) => result.stored_raw |= done.stored_raw,
+            Err(e) => {
+                // Nothing is left of a failed conversion: the members already written,
+                // and the folder if it made it (a sink removes its own partial file).
+                for o in &outputs[..k] {
+                    let _ = std::fs::remove_file(o);
+                }
+                if made {
+                    let _ = std::fs::remove_dir(out);
+                }
+                return Err(e);
+            }
+        }
     }
     Ok(result)
 }

@@ -7,17 +7,21 @@
 //! | format | module | reads | writes |
 //! |---|---|---|---|
 //! | NumPy `.npy` | [`npy`] | headers, data zero-copy ([`MappedNpy`](crate::MappedNpy)) | Fortran order |
+//! | NIfTI-1 and NIfTI-2 | [`nifti`] | `.nii`, `.nii.gz`, `.hdr`/`.img`, either byte order; mapped in place | `.nii`, `.nii.gz` |
 //! | NumPy `.npz` | [`npz`] | its `.npy` members, stored or deflated | a dataset's arrays, stored |
 //! | PNG | [`png`] | 1- to 16-bit images | 8- and 16-bit images |
 //! | TIFF, BigTIFF | [`tiff`] | pages of strips or tiles, raw, LZW, Deflate, PackBits; raw runs in place | pages, raw or Deflate |
+//! | safetensors | [`safetensors`] | every tensor (C order) but 8-bit and smaller floats; in place | a dataset's arrays, or one, C order |
 //! | Zarr v3 and v2 (feature `zarr`) | `zarr` | v3 and v2 arrays, local or in S3 | v3 arrays |
 //!
 //! The `.ra` source and sink are the core's ([`crate::convert::ra`]), and so are the NDL
 //! trailers ([`crate::ndl`]) and content sniffing ([`crate::sniff`]).
 
+pub mod nifti;
 pub mod npy;
 pub mod npz;
 pub mod png;
+pub mod safetensors;
 pub mod tiff;
 #[cfg(feature = "zarr")]
 pub mod zarr;

@@ -7,6 +7,16 @@
 //! what the input legitimately describes: its own length plus, once the header has been
 //! validated, the decoded size it declares.
 
+mod nifti;
+mod npz;
+mod safetensors;
+mod tiff;
+
+pub use nifti::nifti;
+pub use npz::npz;
+pub use safetensors::safetensors;
+pub use tiff::tiff;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -18,9 +28,6 @@ use crate::convert::{convert, ConvertOptions};
 use crate::dtype::DType;
 use crate::formats::npy::NpyHeader;
 use crate::header::{Encoding, Header, MAGIC};
-
-mod tiff;
-pub use tiff::tiff;
 
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);

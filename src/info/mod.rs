@@ -1,5 +1,5 @@
 //! What `ra info` says about a file: of a `.ra` file or object ([`FileInfo`], in
-//! `file`), and of a `.npy` file; one computation for the tool's line and JSON and for
+//! `file`), of a `.npy` file and of a NIfTI image; one computation for the tool's line and JSON and for
 //! the Python package's `info` dict, so that they agree key for key.
 
 pub(crate) mod file;
@@ -43,5 +43,22 @@ pub fn npy_json(path: &Path, nh: &NpyHeader) -> Result<String> {
         crate::json::string(&dtype.name()),
         dims.join(", "),
         nh.data_offset
+    ))
+}
+
+/// What `ra info --json` says of a NIfTI image, from its header alone: keys `path,
+/// format ("nifti"), version (1 or 2), dtype, dims, count, bytes`.
+pub fn nifti_json(path: impl AsRef<Path>) -> Result<String> {
+    let path = path.as_ref();
+    let (desc, version) = crate::formats::nifti::engine::describe(path)?;
+    let dims: Vec<String> = desc.dims.iter().map(u64::to_string).collect();
+    let count = crate::header::checked_bytes(1, &desc.dims).unwrap_or(u64::MAX);
+    Ok(format!(
+        "{{\"path\": {}, \"format\": \"nifti\", \"version\": {version}, \"dtype\": {}, \
+         \"dims\": [{}], \"count\": {count}, \"bytes\": {}}}",
+        crate::json::string(&path.to_string_lossy()),
+        crate::json::string(&desc.dtype.name()),
+        dims.join(", "),
+        desc.nbytes()
     ))
 }

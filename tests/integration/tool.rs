@@ -604,8 +604,41 @@ fn npz_members_become_one_ra_each() {
         let out2 = d.path().join("cut.d");
         let e = fails(&["convert", s(&cut), s(&out2)], 1);
         assert!(e.contains("npz"), "{e}");
-        assert!(std::fs::read_dir(&out2).map_or(true, |mut r| r.next().is_none()));
+        assert!(!out2.exists(), "a failed conversion left {out2:?}");
     }
+    // A good member, then a bad one: the good one's .ra goes too, and the folder.
+    let mixed = d.path().join("mixed.npz");
+    python(&[
+        "-c",
+        "import io, numpy as np, sys, zipfile\n\
+         b = io.BytesIO(); np.save(b, np.arange(6.0))\n\
+         with zipfile.ZipFile(sys.argv[1], 'w') as z:\n\
+         \x20   z.writestr('good.npy', b.getvalue())\n\
+         \x20   z.writestr('bad.npy', b'not an npy at all')",
+        s(&mixed),
+    ]);
+    // An array NumPy cannot hold, into an .npz: refused, naming the member, not the
+    // scratch file it was being written to.
+    let folder = d.path().join("huge");
+    std::fs::create_dir(&folder).unwrap();
+    let words = crate::common::words(&[crate::common::MAGIC, 0, 2, 1, 0, 2, 0, 1 << 63]);
+    std::fs::write(folder.join("big.ra"), words).unwrap();
+    let npz_out = d.path().join("huge.npz");
+    let e = fails(&["convert", s(&folder), s(&npz_out)], 1);
+    assert!(e.contains("NumPy cannot hold"), "{e}");
+    assert!(
+        e.contains(&format!(
+            "{}",
+            Path::new("huge.npz").join("big.npy").display()
+        )),
+        "{e}"
+    );
+    assert!(!e.contains(".rastore-"), "{e}");
+    assert!(!npz_out.exists());
+    let out3 = d.path().join("mixed.d");
+    let e = fails(&["convert", s(&mixed), s(&out3)], 1);
+    assert!(e.contains("bad.npy") && e.contains("mixed.npz"), "{e}");
+    assert!(!out3.exists(), "a failed conversion left {out3:?}");
 }
 
 /// `ra slice` of a `.ra` reads the runs that hold the selection, in pieces along the

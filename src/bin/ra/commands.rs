@@ -11,7 +11,7 @@ use rastore::{DType, WriteOptions};
 use crate::bar::progress_bar;
 use crate::dims::Dims;
 use crate::folder::no_folder;
-use crate::input::{is_npy, is_tiff, Input};
+use crate::input::{is_npy, Input};
 use crate::{elements, remote, slice, stats, term, Fail, Outcome};
 
 #[derive(clap::Args)]
@@ -246,13 +246,23 @@ fn info_line(i: &rastore::info::FileInfo) -> String {
 }
 
 /// Runs `each` on every file, a folder standing for its dataset's variables (and its
-/// sub-groups'); failures are reported on stderr and the others go on; fails if any
-/// did.
+/// sub-groups') and a safetensors file for its tensors; failures are reported on
+/// stderr and the others go on; fails if any did.
 fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcome {
     let mut bad = false;
     let mut all = Vec::new();
     for p in files {
         let prefix = remote::is_remote(p) && p.to_string_lossy().ends_with('/');
+        if p.is_file()
+            && rastore::convert::Format::of(p).ok() == Some(rastore::convert::Format::Safetensors)
+        {
+            // A safetensors file stands for its tensors, each `m.safetensors/NAME`.
+            match rastore::formats::safetensors::engine::dataset(p) {
+                Ok((names, _)) => all.extend(names.iter().map(|n| p.join(n))),
+                Err(_) => all.push(p.clone()),
+            }
+            continue;
+        }
         if !p.is_dir() && !prefix {
             all.push(p.clone());
             continue;
@@ -288,6 +298,35 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
     }
 }
 
+/// Whether `path` is a TIFF file, by its first bytes.
+fn is_tiff(path: &Path) -> bool {
+    use rastore::convert::Format;
+    !remote::is_remote(path) && !path.is_dir() && Format::of(path).ok() == Some(Format::Tiff)
+}
+
+/// Whether `path` is a NIfTI image (by its contents, or by name: a `.nii.gz`, the
+/// `.img` of a pair).
+fn is_nifti(path: &Path) -> bool {
+    use rastore::convert::Format;
+    !remote::is_remote(path) && !path.is_dir() && Format::of(path).ok() == Some(Format::Nifti)
+}
+
+/// `ra info` of a NIfTI image, from its header alone: its type and shape (nibabel's),
+/// as a line or JSON.
+fn nifti_info_line(path: &Path, json: bool) -> Result<String, Fail> {
+    if json {
+        return Ok(rastore::info::nifti_json(path)?);
+    }
+    let (desc, version) = rastore::formats::nifti::engine::describe(path)?;
+    Ok(format!(
+        "{}: {} {:?} bytes {} nifti-{version}",
+        term::path(path),
+        desc.dtype,
+        desc.dims,
+        desc.nbytes()
+    ))
+}
+
 /// The header of a `.npy`, read alone (not its data).
 fn npy_header(path: &Path) -> Result<rastore::formats::npy::NpyHeader, Fail> {
     Ok(rastore::info::npy_header(path)?)
@@ -311,6 +350,27 @@ fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
         nh.version.1,
         term::line(&nh.descr.to_python())
     ))
+}
+
+/// `ra info` of a safetensors file's tensors, or of the one `m.safetensors/NAME`
+/// names: type, shape, bytes, where it lies.
+fn engine_info_lines(path: &Path, json: bool) -> Result<Vec<String>, Fail> {
+    use rastore::formats::safetensors::engine;
+    let lines = engine::tensors_named(path)?
+        .into_iter()
+        .map(|(p, t)| match json {
+            true => engine::info_json(&p, &t),
+            false => format!(
+                "{}: {} {:?} bytes {} safetensors C-order offset {}",
+                term::path(&p),
+                t.dtype,
+                t.shape,
+                t.nbytes,
+                t.offset
+            ),
+        })
+        .collect();
+    Ok(lines)
 }
 
 pub fn info(a: &InfoArgs) -> Outcome {
@@ -339,6 +399,16 @@ pub fn info(a: &InfoArgs) -> Outcome {
                 )
             };
             writeln!(out, "{line}")?;
+            return Ok(());
+        }
+        if is_nifti(p) {
+            writeln!(out, "{}", nifti_info_line(p, a.json)?)?;
+            return Ok(());
+        }
+        if rastore::convert::placeable(p) {
+            for line in engine_info_lines(p, a.json)? {
+                writeln!(out, "{line}")?;
+            }
             return Ok(());
         }
         let i = if remote::is_remote(p) {
@@ -370,6 +440,12 @@ pub fn describe(a: &FileArg) -> Outcome {
         rastore::formats::tiff::parse_file(&a.file)?
             .describe(&name)
             .map_err(|e| e.at(&a.file))?
+    } else if is_nifti(&a.file) {
+        let i = Input::open(&a.file)?;
+        let h = rastore::Header::new(i.dtype, &i.dims).map_err(|e| e.at(&a.file))?;
+        rastore::ndl::describe(&name, &h, i.trailer().unwrap_or_default())
+    } else if rastore::convert::placeable(&a.file) {
+        rastore::formats::safetensors::engine::describe(&a.file)?
     } else {
         let (h, trailer) = rastore::read_header_and_metadata(&a.file)?;
         rastore::ndl::describe(&name, &h, &trailer)
@@ -764,9 +840,11 @@ pub fn convert(a: &ConvertArgs) -> Outcome {
         .chunks(a.chunks.clone().map(|d| d.0))
         .zarr_codec(a.codec.unwrap_or_default())
         .zarr_array(a.array);
-    // An object or a folder (a Zarr array): its size is known once it is opened.
+    // An object, a folder (a Zarr array) or an array inside a file
+    // (`m.safetensors/NAME`): its size is known once it is opened.
     let size = match remote::is_remote(&a.input) {
         true => u64::MAX,
+        false if rastore::convert::member_path(&a.input).1.is_some() => u64::MAX,
         false => std::fs::metadata(&a.input)
             .map(|m| if m.is_dir() { u64::MAX } else { m.len() })
             .map_err(|e| Fail::Data(format!("{}: {e}", term::path(&a.input))))?,

@@ -1,4 +1,5 @@
-//! The arrays the read commands take: a `.ra`, `.npy` or TIFF file as one logical array
+//! The arrays the read commands take: a `.ra`, a `.npy`, or an array of any format the
+//! conversion engine reads, as one logical array
 //! (dims, element type, where each element lies), over a mapping where the bytes can
 //! be used in place and over a decoded copy where they cannot (compressed, packed,
 //! other byte order).
@@ -49,20 +50,40 @@ pub fn is_npy(path: &Path) -> bool {
         .is_ok_and(|()| rastore::sniff::is_npy(&magic))
 }
 
-/// Whether `path` is a TIFF file, by its first bytes.
-pub fn is_tiff(path: &Path) -> bool {
-    !path.is_dir()
-        && rastore::convert::Format::of(path).ok() == Some(rastore::convert::Format::Tiff)
-}
-
 impl Input {
-    /// Opens `path` by its contents: a `.npy` as NumPy's format, else a `.ra`.
+    /// Opens `path` by its contents: a `.npy` as NumPy's format; an array of another
+    /// format that lies raw in its file (a NIfTI `.nii`, `m.safetensors/NAME`, a TIFF's
+    /// contiguous pages) mapped as one; a `.ra`; and any other array the conversion
+    /// engine reads (a `.nii.gz`, compressed TIFF pages, a bfloat16 tensor) into memory.
+    /// Another format's attributes come as its description's trailer.
     pub fn open(path: &Path) -> rastore::Result<Input> {
+        if !is_npy(path) && rastore::convert::placeable(path) {
+            return match rastore::convert::placed(path) {
+                Ok(placed) => {
+                    // SAFETY: as for `.ra` inputs below.
+                    let map = unsafe { MappedNpy::open_placed(&placed) }?;
+                    let mut input = Self::from_npy(map, path)?;
+                    let options = rastore::convert::ConvertOptions::new();
+                    let source = rastore::convert::open(path, &options)?;
+                    input.owned_trailer = Some(source.desc().trailer.clone());
+                    Ok(input)
+                }
+                Err(e) if matches!(e.kind(), rastore::ErrorKind::Unsupported(_)) => {
+                    Self::open_engine(path)
+                }
+                Err(e) => Err(e),
+            };
+        }
         match Self::open_ra(path) {
             Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) => {
                 Self::open_npy(path)
             }
-            Err(_) if is_tiff(path) => Self::open_other(path),
+            Err(e)
+                if matches!(e.kind(), rastore::ErrorKind::NotRawArray { .. })
+                    && rastore::convert::Format::of(path).is_ok() =>
+            {
+                Self::open_engine(path)
+            }
             r => r,
         }
     }
@@ -97,41 +118,33 @@ impl Input {
         })
     }
 
-    /// A file of another format: mapped where its array lies raw
-    /// ([`rastore::convert::placed`]), else decoded by its engine source.
-    fn open_other(path: &Path) -> rastore::Result<Input> {
-        if let Ok(placed) = rastore::convert::placed(path) {
-            // SAFETY: as for `.ra` inputs above.
-            return Self::of_npy(path, unsafe { MappedNpy::open_placed(&placed) }?);
-        }
+    /// Any array the conversion engine reads, into memory, column-major, its trailer kept.
+    fn open_engine(path: &Path) -> rastore::Result<Input> {
         let source = rastore::convert::open(path, &rastore::convert::ConvertOptions::new())?;
-        let desc = source.desc().clone();
-        let n = usize::try_from(desc.nbytes()).map_err(|_| {
-            rastore::Error::from(rastore::ErrorKind::TooLarge {
-                what: "decoded bytes",
-                value: desc.nbytes().into(),
-            })
-            .at(path)
+        let d = source.desc().clone();
+        let n = usize::try_from(d.nbytes()).map_err(|_| rastore::ErrorKind::TooLarge {
+            what: "data bytes held in memory",
+            value: d.nbytes().into(),
         })?;
         let mut data = vec![0u8; n];
-        source.read_box(&rastore::convert::Block::all(&desc.dims), &mut data)?;
+        source.read_box(&rastore::convert::Block::all(&d.dims), &mut data)?;
+        let (dtype, dims) = (d.dtype, d.dims);
         Ok(Input {
-            dtype: desc.dtype,
-            strides: fortran_strides(&desc.dims),
-            dims: desc.dims,
+            dtype,
+            strides: fortran_strides(&dims),
+            dims,
             origin: 0,
             bytes: Bytes::Owned(data),
-            owned_trailer: None,
+            owned_trailer: Some(d.trailer),
         })
     }
 
     fn open_npy(path: &Path) -> rastore::Result<Input> {
         // SAFETY: as for `.ra` inputs above.
-        Self::of_npy(path, unsafe { MappedNpy::open(path) }?)
+        Self::from_npy(unsafe { MappedNpy::open(path) }?, path)
     }
 
-    /// The array of a mapped `.npy`, or of one laid out as a `.npy`'s.
-    fn of_npy(path: &Path, map: MappedNpy) -> rastore::Result<Input> {
+    fn from_npy(map: MappedNpy, path: &Path) -> rastore::Result<Input> {
         let nh = map.header().clone();
         let dtype = nh.descr.dtype().map_err(|e| e.at(path))?;
         let dims = nh.shape.clone();

@@ -119,7 +119,8 @@ pub fn message(e: &rastore::Error) -> String {
         ErrorKind::NotRawArray { found: Some(f), .. }
             if rastore::sniff::support(f) == rastore::sniff::Support::Read =>
         {
-            "; the read commands take .ra, .npy and TIFF files, and `ra convert` turns .png, .npz and Zarr arrays into .ra"
+            "; the read commands take .ra, .npy, NIfTI, TIFF and safetensors files, and `ra convert` \
+             turns .png, .npz and Zarr arrays into .ra"
         }
         // No format rastore reads: the message lists those it does.
         ErrorKind::NotRawArray { .. } => "; `ra convert` converts between them",

@@ -62,6 +62,8 @@ pub(super) fn convert(
     let into_tree = match out {
         Some(Format::Zarr) => !options.zarr_bare(),
         Some(Format::Npz) => true,
+        // A tree's arrays into one file; one array is a file of one tensor.
+        Some(Format::Safetensors) => true,
         // A folder; in object storage, a prefix ending `/`.
         None => !url_of(output) || output.to_string_lossy().ends_with('/'),
         Some(_) => false,
@@ -124,6 +126,8 @@ enum Member {
     Given(Mutex<Option<Box<dyn Source>>>),
     /// An array of a Zarr group, its fill value taken as xarray takes it.
     Zarr(PathBuf),
+    /// A tensor of a safetensors file, by name.
+    Tensor(PathBuf, String),
 }
 
 /// A tree of arrays: each by its path in the tree (`a`, `sub/b`), and each group
@@ -133,6 +137,10 @@ pub(super) struct Tree {
     kind: &'static str,
     arrays: Vec<(String, Member)>,
     groups: BTreeMap<String, Map<String, Value>>,
+    /// The scratch copy of an object its arrays are read from (a safetensors file in
+    /// object storage), removed with the tree.
+    #[cfg(feature = "s3")]
+    held: Option<crate::convert::remote::Scratch>,
 }
 
 impl Tree {
@@ -142,6 +150,8 @@ impl Tree {
             kind,
             arrays: Vec::new(),
             groups: BTreeMap::from([(String::new(), attrs)]),
+            #[cfg(feature = "s3")]
+            held: None,
         }
     }
 
@@ -161,6 +171,9 @@ impl Tree {
     pub fn of(input: &Path, options: &ConvertOptions) -> Result<Option<Tree>> {
         if url_of(input) {
             return remote_tree(input, options);
+        }
+        if input.is_file() && Format::of(input).ok() == Some(Format::Safetensors) {
+            return safetensors_tree(input).map(Some);
         }
         if !input.is_dir() {
             return Ok(None);
@@ -240,6 +253,9 @@ impl Tree {
         if Format::by_extension(output) == Some(Format::Npz) {
             return self.write_npz(output, options, progress);
         }
+        if Format::by_extension(output) == Some(Format::Safetensors) {
+            return self.write_safetensors(output, options, progress);
+        }
         if url_of(output) {
             return upload(self, output, zarr, options, progress);
         }
@@ -310,13 +326,59 @@ impl Tree {
                 let (temporary, ()) = crate::formats::npz::engine::scratch(dir, "npy", |_| Ok(()))
                     .map_err(io_at("create a scratch file", dir))?;
                 let scratch = temporary.path();
-                let sink = super::local::create_local(scratch, source.desc().clone(), options)?;
-                result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
+                // Errors name the archive's member, not the scratch file.
+                let member = output.join(format!("{name}.npy"));
+                let shown = |e: Error| e.shown_as(scratch, &member);
+                let sink = super::local::create_local(scratch, source.desc().clone(), options)
+                    .map_err(shown)?;
+                result.stored_raw |= overall
+                    .copy(source, sink, progress)
+                    .map_err(shown)?
+                    .stored_raw;
                 let file = File::open(scratch).map_err(io_at("open", scratch))?;
                 let len = file.metadata().map_err(io_at("stat", scratch))?.len();
                 npz.add(&format!("{name}.npy"), file, len)?;
             }
             npz.finish()?;
+            Ok(result)
+        })
+    }
+
+    /// A safetensors file of the arrays, each named by its path in the tree (`sub/x`),
+    /// in C order; the top group's attributes are its `__metadata__` (strings kept,
+    /// other values as JSON text). Every array is described first, so that a type
+    /// safetensors has not is refused before anything is written.
+    fn write_safetensors(
+        self,
+        output: &Path,
+        options: &ConvertOptions,
+        progress: Progress,
+    ) -> Result<Converted> {
+        use crate::formats::safetensors::engine;
+        if url_of(output) {
+            return upload_safetensors(self, output, options, progress);
+        }
+        // Each opened for its description, then again when copied (a model's
+        // hundreds of tensors are not all held open); one given in memory is kept.
+        let mut descs = Vec::with_capacity(self.arrays.len());
+        let mut kept = Vec::with_capacity(self.arrays.len());
+        for (name, m) in &self.arrays {
+            let source = open_member(name, m, Alone::No, options)?;
+            descs.push((name.clone(), source.desc().clone()));
+            kept.push(matches!(m, Member::Given(_)).then_some(source));
+        }
+        let metadata = engine::metadata_of(&self.groups[""]);
+        crate::replace::build_file(output, options.placement(), |new| {
+            let sinks = engine::start(new.file(), output, &descs, &metadata)?;
+            let mut result = Converted::default();
+            let mut overall = Overall::default();
+            for (((name, m), kept), sink) in self.arrays.iter().zip(kept).zip(sinks) {
+                let source = match kept {
+                    Some(source) => source,
+                    None => open_member(name, m, Alone::No, options)?,
+                };
+                result.stored_raw |= overall.copy(source, sink, progress)?.stored_raw;
+            }
             Ok(result)
         })
     }
@@ -438,6 +500,37 @@ fn upload(
     .at(output))
 }
 
+/// The tree into object storage as the safetensors object `output`: written into a
+/// scratch file, then uploaded whole.
+#[cfg(feature = "s3")]
+fn upload_safetensors(
+    tree: Tree,
+    output: &Path,
+    options: &ConvertOptions,
+    progress: Progress,
+) -> Result<Converted> {
+    use crate::convert::remote::{upload_scratch, Scratch};
+    let scratch = Scratch::new("safetensors");
+    let done = tree
+        .write_safetensors(&scratch.0, &options.clone().overwrite(true), progress)
+        .map_err(|e| e.shown_as(&scratch.0, output))?;
+    upload_scratch(&scratch, &output.to_string_lossy(), options)?;
+    Ok(done)
+}
+
+#[cfg(not(feature = "s3"))]
+fn upload_safetensors(
+    _tree: Tree,
+    output: &Path,
+    _options: &ConvertOptions,
+    _progress: Progress,
+) -> Result<Converted> {
+    Err(Error::from(ErrorKind::Unsupported(
+        "a .safetensors into object storage, in a build without the `s3` feature".into(),
+    ))
+    .at(output))
+}
+
 /// The name of the array at `path` in its tree (`x` for `sub/x`): a dataset's
 /// variable's, after which the dims it has no labels for are named.
 fn variable(path: &str) -> &str {
@@ -491,6 +584,9 @@ fn open_member(
         } => Ok(Box::new(crate::formats::npz::engine::MemberSource::open(
             archive, member, scratch,
         )?)),
+        Member::Tensor(file, tensor) => Ok(Box::new(
+            crate::formats::safetensors::engine::open_tensor(file, tensor)?,
+        )),
         Member::Zarr(p) => {
             let v = variable(name).to_string();
             let reading = match alone {
@@ -518,6 +614,34 @@ fn zarr_tree(dir: &Path, attrs: Map<String, Value>) -> Result<Tree> {
                 tree.groups.insert(key, a);
             }
         }
+    }
+    Ok(tree)
+}
+
+/// The tree of the safetensors file `file`: each tensor by its name (a name holding
+/// `/` is in a sub-group), `__metadata__` the top group's attributes.
+fn safetensors_tree(file: &Path) -> Result<Tree> {
+    let (names, attrs) = crate::formats::safetensors::engine::dataset(file)?;
+    let mut tree = Tree::new("a safetensors file", attrs);
+    for name in names {
+        let plain = |c: &str| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', '\0']);
+        if !name.split('/').all(plain) {
+            return Err(Error::from(ErrorKind::Malformed {
+                format: "safetensors",
+                field: name,
+                detail: "a tensor name that is no path inside a folder (an empty part, `.`, \
+                         `..` or a backslash); name it in place as FILE/NAME instead"
+                    .into(),
+            })
+            .at(file));
+        }
+        let mut g = name.as_str();
+        while let Some((up, _)) = g.rsplit_once('/') {
+            tree.groups.entry(up.to_string()).or_default();
+            g = up;
+        }
+        let m = Member::Tensor(file.to_path_buf(), name.clone());
+        tree.arrays.push((name, m));
     }
     Ok(tree)
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use serde_json::Map;
 
 use super::{attributes_doc, attributes_map, open_member, xarray, Alone, Member, Node, Tree};
-use crate::convert::options::{is_zarr, ConvertOptions};
+use crate::convert::options::{is_zarr, ConvertOptions, Format};
 use crate::convert::plan::Overall;
 use crate::convert::Converted;
 use crate::dataset::ATTRIBUTES;
@@ -30,6 +30,14 @@ pub(super) fn tree(input: &Path, options: &ConvertOptions) -> Result<Option<Tree
     let url = input.to_string_lossy();
     if is_zarr(input) {
         return zarr_tree(&url, options);
+    }
+    if Format::by_extension(input) == Some(Format::Safetensors) {
+        // Downloaded whole, then read as a local file is; named as the object.
+        let scratch = crate::convert::remote::downloaded(&url, "safetensors", options)?;
+        let mut tree =
+            super::safetensors_tree(&scratch.0).map_err(|e| e.shown_as(&scratch.0, input))?;
+        tree.held = Some(scratch);
+        return Ok(Some(tree));
     }
     if !url.ends_with('/') {
         return Ok(None);

@@ -44,13 +44,13 @@ impl NpySource {
             let mut r = crate::formats::npz::slice_reader(&file, start);
             npy::read_header(&mut r).at(path)?
         };
-        Self::laid_out(path, file, start, len, nh)
+        Self::of_layout(path, file, start, len, nh)
     }
 
     /// The array `nh` lays out (its data offset counted from `start`) in `file` (named
     /// `path`), which holds `len` bytes from `start`: a `.npy`'s, or one that lies raw
     /// in a file of another format ([`crate::convert::placed`]).
-    pub(crate) fn laid_out(
+    pub(crate) fn of_layout(
         path: &Path,
         file: File,
         start: u64,
@@ -76,25 +76,79 @@ impl NpySource {
             Bools::No
         };
         let c_order = !nh.fortran_order && nh.shape.len() > 1;
-        let stored: Vec<u64> = if c_order {
-            nh.shape.iter().rev().copied().collect()
+        let trailer_unit = (trailer, (unit, bools));
+        Self::laid_out(
+            path,
+            file,
+            (start + len, start + nh.data_offset),
+            dtype,
+            nh.shape,
+            c_order,
+            trailer_unit,
+        )
+    }
+
+    /// The little-endian array of `dims` stored in C order from `start` of `file`
+    /// (named `path`, `len` bytes long), as a `.npy`'s data is: another format's (a
+    /// safetensors tensor).
+    pub(crate) fn c_order_at(
+        path: &Path,
+        file: File,
+        (len, start): (u64, u64),
+        dtype: DType,
+        dims: Vec<u64>,
+    ) -> Result<NpySource> {
+        let unit = match (cfg!(target_endian = "big"), dtype.swap_unit()) {
+            (true, Some(u)) => u,
+            _ => 1,
+        };
+        let bools = if dtype == DType::BOOL {
+            Bools::Normalize
         } else {
-            nh.shape.clone()
+            Bools::No
+        };
+        let c_order = dims.len() > 1;
+        Self::laid_out(
+            path,
+            file,
+            (len, start),
+            dtype,
+            dims,
+            c_order,
+            (Vec::new(), (unit, bools)),
+        )
+    }
+
+    /// The array of `dims` stored from `start` to at most `end` of `file`, in C order
+    /// or column-major, with its trailer, swapped in units and Bools read as given.
+    fn laid_out(
+        path: &Path,
+        file: File,
+        (end, start): (u64, u64),
+        dtype: DType,
+        dims: Vec<u64>,
+        c_order: bool,
+        (trailer, read_as): (Vec<u8>, (usize, Bools)),
+    ) -> Result<NpySource> {
+        let stored: Vec<u64> = if c_order {
+            dims.iter().rev().copied().collect()
+        } else {
+            dims.clone()
         };
         let reader = DataReader::plain(
             path,
             file,
-            start + len,
-            start + nh.data_offset,
+            end,
+            start,
             Header::new(dtype, &stored).at(path)?,
-            (unit, bools),
+            read_as,
         );
         Ok(NpySource {
             reader,
             c_order,
             desc: Desc {
                 dtype,
-                dims: nh.shape,
+                dims,
                 trailer,
             },
             shown: path.to_path_buf(),

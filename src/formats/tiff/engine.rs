@@ -31,7 +31,7 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>> {
     let t = tiff::parse_file(path)?;
     if let Ok(layout) = t.layout() {
         let (file, len) = crate::read::open_len(path)?;
-        return Ok(Box::new(NpySource::laid_out(path, file, 0, len, layout)?));
+        return Ok(Box::new(NpySource::of_layout(path, file, 0, len, layout)?));
     }
     let n = held(t.nbytes(), "decoded TIFF bytes").map_err(|e| e.at(path))?;
     let mut c = vec![0u8; n];

@@ -11,6 +11,8 @@ use crate::descr::{Descr, Field};
 use crate::dtype::{DType, Kind};
 use crate::error::{Error, ErrorKind, Result};
 
+pub use crate::codec::{base64_decode, base64_encode};
+
 /// Most fields, and levels of nesting, a structured type may have.
 const MAX_FIELDS: usize = 10_000;
 const MAX_DEPTH: usize = 32;
@@ -726,55 +728,6 @@ pub(crate) fn ndl_number(x: f64) -> Value {
         None if x > 0.0 => json!(".inf"),
         None => json!("-.inf"),
     }
-}
-
-/// Encodes `bytes` as standard base64, padded.
-pub fn base64_encode(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let mut b = [0u8; 3];
-        b[..chunk.len()].copy_from_slice(chunk);
-        let acc = u32::from_be_bytes([0, b[0], b[1], b[2]]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(acc >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// Decodes standard base64 (with or without padding); `None` if it is not.
-pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let val = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let body = text.trim_end_matches('=').as_bytes();
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    for chunk in body.chunks(4) {
-        let mut acc = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            acc |= val(c)? << (18 - 6 * i);
-        }
-        let n = match chunk.len() {
-            4 => 3,
-            3 => 2,
-            2 => 1,
-            _ => return None,
-        };
-        out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
-    }
-    Some(out)
 }
 
 #[cfg(test)]

@@ -1,0 +1,115 @@
+"""safetensors against its peers, in the same run (issue 38).
+
+1. A safetensors file of GIB GiB of tensors (a model's shapes: 2-D float32 and float16
+   weights, 1-D biases, as `safetensors.numpy.save_file` writes them) converted into a
+   dataset folder (`ra convert m.safetensors out/`, one NAME.ra per tensor, each
+   transposed to column-major) against `cp` of the same file. The target: the
+   conversion at least 0.8x as fast as `cp` (the ratio printed is cp's time over ra's).
+2. Opening one tensor in place, `rastore.open("m.safetensors/NAME")`, against
+   `safe_open(..., framework="numpy")` + `get_tensor(NAME)` (which copies it): each to a
+   NumPy array, then each summed (every page read). The target: rastore no slower.
+
+The page cache is warm (the file is read once first) and `sync` runs before each timed
+conversion, so that no run pays for the one before's writeback. Each case runs RUNS
+times; the median is reported, with min and max.
+
+Usage: safetensors_peers.py RA DIR RUNS [GIB]
+  RA: the `ra` binary (target/release/ra for figures worth quoting); DIR: where the
+  files go (3 x GIB of room). `rastore` (this package) must be importable.
+Prints `name<TAB>median<TAB>min<TAB>max` in seconds per case, then the ratios.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import save_file
+
+import rastore
+
+
+def make(path, gib):
+    """Layers of a 4096-wide model: (4096, 4096) float32 and (4096, 2048) float16
+    weights and 4096 biases, until GIB GiB."""
+    rng = np.random.default_rng(38)
+    w32 = rng.normal(size=(4096, 4096)).astype(np.float32)
+    w16 = rng.normal(size=(4096, 2048)).astype(np.float16)
+    bias = rng.normal(size=4096).astype(np.float32)
+    tensors, total, k = {}, 0, 0
+    while total < gib * (1 << 30):
+        tensors[f"layers.{k}.attn.weight"] = w32 + np.float32(k)
+        tensors[f"layers.{k}.mlp.weight"] = w16
+        tensors[f"layers.{k}.attn.bias"] = bias
+        total += w32.nbytes + w16.nbytes + bias.nbytes
+        k += 1
+    save_file(tensors, path, metadata={"format": "np", "layers": str(k)})
+    return sorted(tensors)
+
+
+def timed(f, runs, before=None):
+    out = []
+    for _ in range(runs):
+        if before:
+            before()
+        t = time.perf_counter()
+        f()
+        out.append(time.perf_counter() - t)
+    return sorted(out)
+
+
+def row(name, ts):
+    print(f"{name}\t{ts[len(ts) // 2]:.4f}\t{ts[0]:.4f}\t{ts[-1]:.4f}", flush=True)
+    return ts[len(ts) // 2]
+
+
+def main():
+    ra, d, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    gib = float(sys.argv[4]) if len(sys.argv) > 4 else 4.0
+    os.makedirs(d, exist_ok=True)
+    src = os.path.join(d, "m.safetensors")
+    names = make(src, gib)
+    size = os.path.getsize(src)
+    print(f"# {size / (1 << 30):.2f} GiB, {len(names)} tensors, {runs} runs", flush=True)
+    with open(src, "rb") as f:
+        while f.read(64 << 20):
+            pass
+    copy, out = os.path.join(d, "copy.safetensors"), os.path.join(d, "out")
+
+    def clean():
+        for p in (copy, out):
+            if os.path.isdir(p):
+                shutil.rmtree(p)
+            elif os.path.exists(p):
+                os.remove(p)
+        subprocess.run(["sync"], check=True)
+
+    cp = row("cp", timed(lambda: subprocess.run(["cp", src, copy], check=True), runs, clean))
+    conv = row("ra convert -> folder", timed(
+        lambda: subprocess.run([ra, "convert", src, out], check=True), runs, clean))
+    clean()
+
+    name = "layers.0.attn.weight"
+    def ours():
+        return rastore.open(f"{src}/{name}")
+
+    def peer():
+        with safe_open(src, framework="numpy") as f:
+            return f.get_tensor(name)
+
+    np.testing.assert_array_equal(ours(), peer())
+    reps = max(runs, 20)
+    o_open = row("rastore.open(m.safetensors/NAME)", timed(ours, reps))
+    p_open = row("safe_open + get_tensor", timed(peer, reps))
+    o_sum = row("rastore.open + sum", timed(lambda: ours().sum(dtype=np.float64), reps))
+    p_sum = row("safe_open + get_tensor + sum", timed(lambda: peer().sum(dtype=np.float64), reps))
+    print(f"# ratio cp / ra convert (target >= 0.8): {cp / conv:.2f}")
+    print(f"# GB/s: cp {size / cp / 1e9:.2f}, ra convert {size / conv / 1e9:.2f}")
+    print(f"# ratio safe_open+get_tensor / rastore.open (target >= 1): {p_open / o_open:.1f}")
+    print(f"# with a sum of every element: {p_sum / o_sum:.2f}")
+
+
+if __name__ == "__main__":
+    main()
