@@ -57,11 +57,8 @@ fn read<'py>(
     if let Some(tensor) = py.detach(|| tensor_of(&path)).map_err(to_py)? {
         return read_npy(py, tensor, allocate);
     }
-    if Format::of(&path).ok() == Some(Format::Nifti) {
+    if matches!(Format::of(&path), Ok(Format::Nifti | Format::Tiff)) {
         return read_source(py, &path, allocate);
-    }
-    if matches!(Format::of(&path), Ok(Format::Tiff)) {
-        return read_decoded(py, &path, allocate);
     }
     let reader = py
         .detach(|| rastore::DataReader::open(&path))
@@ -76,35 +73,6 @@ fn read<'py>(
         .as_slice_mut()
         .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
     py.detach(|| reader.read_into(buf)).map_err(to_py)?;
-    Ok(array)
-}
-
-/// `read` of a file of another format (a TIFF): its engine source's whole array,
-/// column-major.
-fn read_decoded<'py>(
-    py: Python<'py>,
-    path: &Path,
-    allocate: Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let source = py
-        .detach(|| rastore::convert::open(path, &ConvertOptions::new()))
-        .map_err(to_py)?;
-    let desc = source.desc().clone();
-    let trailer = PyBytes::new(py, &desc.trailer);
-    let args = (
-        desc.dtype.eltype,
-        desc.dtype.elbyte,
-        desc.dims.clone(),
-        trailer,
-    );
-    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) =
-        allocate.call1(args)?.extract()?;
-    let mut bytes = bytes.readwrite();
-    let buf = bytes
-        .as_slice_mut()
-        .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
-    let all = rastore::convert::Block::all(&desc.dims);
-    py.detach(|| source.read_box(&all, buf)).map_err(to_py)?;
     Ok(array)
 }
 
@@ -149,7 +117,8 @@ fn read_npy<'py>(
 }
 
 /// `read` of a file of another format through its engine source (a NIfTI image,
-/// `.nii.gz` inflated): the whole array, column-major, native byte order.
+/// `.nii.gz` inflated; a TIFF, decoded): the whole array, column-major, native byte
+/// order.
 fn read_source<'py>(
     py: Python<'py>,
     path: &Path,

@@ -9,6 +9,7 @@ use arbitrary::{Arbitrary, Unstructured};
 
 use super::{engine_npy, scratch_dir, scratch_file, EXTENTS};
 use crate::convert::{convert, ConvertOptions};
+use crate::error::ErrorKind;
 
 /// A drawn archive's bytes.
 struct NpzInput(Vec<u8>);
@@ -95,7 +96,14 @@ fn round_trip(input: &std::path::Path, outs: &std::path::Path) {
         // An archive that lists no member: an empty folder, which is no dataset.
         return;
     }
-    convert(&first, &back, &options, &mut |_, _| ()).expect("a folder we wrote into .npz");
+    if let Err(e) = convert(&first, &back, &options, &mut |_, _| ()) {
+        // A .npy read with an extent NumPy cannot hold (no elements) is no .npy member.
+        let numpy =
+            matches!(e.kind(), ErrorKind::Unsupported(m) if m.starts_with("NumPy cannot hold"));
+        assert!(numpy, "a folder we wrote into .npz: {e}");
+        assert!(!back.exists(), "a failed conversion left {back:?}");
+        return;
+    }
     convert(&back, &second, &options, &mut |_, _| ()).expect("an .npz we wrote into a folder");
     assert_eq!(names, listing(&second), "the members after a round trip");
     for n in names {

@@ -635,6 +635,26 @@ fn npz_members_become_one_ra_each() {
     );
     assert!(!e.contains(".rastore-"), "{e}");
     assert!(!npz_out.exists());
+    // A stored member whose size in the directory runs past the archive (its header
+    // claims 64 GiB): refused before any output is made, never allocated.
+    let liar = d.path().join("liar.npz");
+    python(&[
+        "-c",
+        "import io, numpy as np, struct, sys, zipfile\n\
+         b = io.BytesIO(); np.lib.format.write_array_header_1_0(b, {'descr': '<f8', \
+         'fortran_order': True, 'shape': (1 << 33,)})\n\
+         with zipfile.ZipFile(sys.argv[1], 'w') as z:\n\
+         \x20   z.writestr('a.npy', b.getvalue())\n\
+         data = bytearray(open(sys.argv[1], 'rb').read())\n\
+         cd = data.index(b'PK\\x01\\x02')\n\
+         data[cd + 20:cd + 28] = struct.pack('<II', 0xfffffff0, 0xfffffff0)\n\
+         open(sys.argv[1], 'wb').write(data)",
+        s(&liar),
+    ]);
+    let liar_out = d.path().join("liar.ra");
+    let e = fails(&["convert", s(&liar), s(&liar_out), "--compress"], 1);
+    assert!(e.contains("past the end") && e.contains("liar.npz"), "{e}");
+    assert!(!liar_out.exists());
     let out3 = d.path().join("mixed.d");
     let e = fails(&["convert", s(&mixed), s(&out3)], 1);
     assert!(e.contains("bad.npy") && e.contains("mixed.npz"), "{e}");

@@ -50,6 +50,17 @@ pub fn is_npy(path: &Path) -> bool {
         .is_ok_and(|()| rastore::sniff::is_npy(&magic))
 }
 
+/// Whether the read commands take `path`, of a format other than `.ra` and `.npy`, through
+/// the engine: NIfTI, TIFF and safetensors (images and archives are converted first, as
+/// the message that refuses them says).
+fn takes(path: &Path) -> bool {
+    use rastore::convert::Format;
+    matches!(
+        Format::of(path),
+        Ok(Format::Nifti | Format::Tiff | Format::Safetensors)
+    )
+}
+
 impl Input {
     /// Opens `path` by its contents: a `.npy` as NumPy's format; an array of another
     /// format that lies raw in its file (a NIfTI `.nii`, `m.safetensors/NAME`, a TIFF's
@@ -78,10 +89,7 @@ impl Input {
             Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) => {
                 Self::open_npy(path)
             }
-            Err(e)
-                if matches!(e.kind(), rastore::ErrorKind::NotRawArray { .. })
-                    && rastore::convert::Format::of(path).is_ok() =>
-            {
+            Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { .. }) && takes(path) => {
                 Self::open_engine(path)
             }
             r => r,

@@ -56,7 +56,18 @@ impl MemberSource {
         let len = file.metadata().map_err(io_at("stat", path))?.len();
         let in_member = |e: Error| Error::decode("npz", format!("member {}: {e}", m.name)).at(path);
         if m.is_stored() {
-            let start = npz::data_start(&file, len, m, path)?;
+            let start = npz::data_start(&file, len, m, path).at(path)?;
+            // A stored member's size is the archive's word: its bytes must be there.
+            if start.checked_add(m.size).is_none_or(|end| end > len) {
+                return Err(in_member(Error::from(crate::ErrorKind::Malformed {
+                    format: "ZIP",
+                    field: format!("the size of member {}", m.name),
+                    detail: format!(
+                        "{} bytes from byte {start} run past the end of the {len}-byte archive",
+                        m.size
+                    ),
+                })));
+            }
             let npy = NpySource::at(path, file, start, m.size).map_err(in_member)?;
             return Ok(MemberSource {
                 npy,

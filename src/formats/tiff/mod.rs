@@ -21,6 +21,7 @@
 //!   read, mapped and served to Zarr readers in place.
 
 pub(crate) mod engine;
+mod first_ifd;
 mod write;
 
 use std::io::{Read, Seek};
@@ -622,7 +623,8 @@ fn decode_page<R: Read + Seek>(
 }
 
 /// A decoder of the TIFF `r` of `len` bytes, with rastore's limits.
-fn decoder<R: Read + Seek>(r: R, len: u64) -> Result<Decoder<R>> {
+fn decoder<R: Read + Seek>(mut r: R, len: u64) -> Result<Decoder<R>> {
+    first_ifd::check(&mut r, len)?;
     Ok(Decoder::new(r)
         .map_err(crate_err("header and IFD 0".into()))?
         .with_limits(limits(len)))
