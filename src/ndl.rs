@@ -37,6 +37,23 @@ pub(crate) fn int(v: u64) -> Yaml {
     Yaml::Integer(i64::try_from(v).unwrap_or(i64::MAX))
 }
 
+/// A float as YAML (NDL) writes it: Rust's shortest round-trip form with a point, so
+/// that it reads back as a float; NaN and the infinities as `.nan`, `.inf`, `-.inf`.
+pub fn real(v: f64) -> Yaml {
+    Yaml::Real(if v.is_nan() {
+        ".nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { ".inf" } else { "-.inf" }.into()
+    } else {
+        let t = format!("{v:?}");
+        if t.contains(['.', 'e', 'E']) {
+            t
+        } else {
+            format!("{t}.0")
+        }
+    })
+}
+
 /// Parses a trailer as an NDL YAML document, if it is one and is safe to load.
 pub fn parse_trailer(trailer: &[u8]) -> Option<Yaml> {
     if !trailer.starts_with(b"---\n") || trailer.len() > MAX_TRAILER_YAML {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyTuple};
 use rastore::convert::{ConvertOptions, Desc, Format, Source};
 use rastore::formats::npy::Descr;
 use rastore::formats::npy::NpySource;
@@ -54,39 +54,51 @@ fn read<'py>(
         let npy = py.detach(|| NpySource::open(&path)).map_err(to_py)?;
         return read_npy(py, npy, allocate);
     }
-    if let Some(tensor) = py.detach(|| tensor_of(&path)).map_err(to_py)? {
-        return read_npy(py, tensor, allocate);
-    }
-    if matches!(Format::of(&path), Ok(Format::Nifti | Format::Tiff)) {
-        return read_source(py, &path, allocate);
+    // What the file is, told once: a safetensors tensor, a NIfTI image or a TIFF go
+    // through their engine sources, anything else to the RawArray reader.
+    let (file, member) = rastore::convert::member_path(&path);
+    match (Format::of(&file).ok(), member) {
+        (Some(Format::Safetensors), member) => {
+            let tensor = py.detach(|| tensor_of(&file, member)).map_err(to_py)?;
+            return read_npy(py, tensor, allocate);
+        }
+        (Some(Format::Nifti | Format::Tiff), None) => return read_source(py, &path, allocate),
+        _ => {}
     }
     let reader = py
         .detach(|| rastore::DataReader::open(&path))
         .map_err(to_py)?;
     let (h, trailer) = (reader.header(), PyBytes::new(py, reader.metadata()));
     let (dtype, dims) = (h.dtype(), h.dims().to_vec());
-    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) = allocate
-        .call1((dtype.eltype, dtype.elbyte, dims, trailer))?
-        .extract()?;
+    let args = (dtype.eltype, dtype.elbyte, dims, trailer).into_pyobject(py)?;
+    filled(py, &allocate, args, |buf| reader.read_into(buf))
+}
+
+/// The array `allocate(*args)` makes, its bytes (a flat uint8 view) filled by `fill`
+/// with the GIL released.
+fn filled<'py>(
+    py: Python<'py>,
+    allocate: &Bound<'py, PyAny>,
+    args: Bound<'py, PyTuple>,
+    fill: impl FnOnce(&mut [u8]) -> rastore::Result<()> + Send,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) =
+        allocate.call1(args)?.extract()?;
     let mut bytes = bytes.readwrite();
     let buf = bytes
         .as_slice_mut()
         .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
-    py.detach(|| reader.read_into(buf)).map_err(to_py)?;
+    py.detach(|| fill(buf)).map_err(to_py)?;
     Ok(array)
 }
 
-/// The tensor `path` names (`m.safetensors/NAME`, or the one of `m.safetensors`), if
-/// it names one: read as a C-order `.npy`'s data is.
-fn tensor_of(path: &Path) -> rastore::Result<Option<NpySource>> {
+/// The tensor `member` of the safetensors `file` names, or the one tensor of `file`:
+/// read as a C-order `.npy`'s data is.
+fn tensor_of(file: &Path, member: Option<String>) -> rastore::Result<NpySource> {
     use rastore::formats::safetensors::engine;
-    let (file, member) = rastore::convert::member_path(path);
-    if !file.is_file() || Format::of(&file)? != Format::Safetensors {
-        return Ok(None);
-    }
     match member {
-        Some(name) => engine::open_tensor(&file, &name).map(Some),
-        None => engine::open(&file).map(Some),
+        Some(name) => engine::open_tensor(file, &name),
+        None => engine::open(file),
     }
 }
 
@@ -99,21 +111,17 @@ fn read_npy<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let desc = npy.desc().clone();
     let trailer = PyBytes::new(py, &desc.trailer);
+    let fortran = !npy.c_order();
     let args = (
         desc.dtype.eltype,
         desc.dtype.elbyte,
         desc.dims,
         trailer,
-        !npy.c_order(),
+        fortran,
     );
-    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) =
-        allocate.call1(args)?.extract()?;
-    let mut bytes = bytes.readwrite();
-    let buf = bytes
-        .as_slice_mut()
-        .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
-    py.detach(|| npy.read_stored_into(buf)).map_err(to_py)?;
-    Ok(array)
+    filled(py, &allocate, args.into_pyobject(py)?, |buf| {
+        npy.read_stored_into(buf)
+    })
 }
 
 /// `read` of a file of another format through its engine source (a NIfTI image,
@@ -135,15 +143,10 @@ fn read_source<'py>(
         desc.dims.clone(),
         trailer,
     );
-    let (array, bytes): (Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>) =
-        allocate.call1(args)?.extract()?;
-    let mut bytes = bytes.readwrite();
-    let buf = bytes
-        .as_slice_mut()
-        .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))?;
     let all = rastore::convert::Block::all(&desc.dims);
-    py.detach(|| source.read_box(&all, buf)).map_err(to_py)?;
-    Ok(array)
+    filled(py, &allocate, args.into_pyobject(py)?, |buf| {
+        source.read_box(&all, buf)
+    })
 }
 
 /// The format other than RawArray that `path`'s name says (`.npy`, `.png`, `.npz`,

@@ -135,28 +135,20 @@ impl MappedFileCore {
     #[pyo3(signature = (path, mode = "r", slab = None))]
     fn new(py: Python<'_>, path: PathBuf, mode: &str, slab: Option<(u64, u64)>) -> PyResult<Self> {
         let absolute = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
-        if (mode, slab) == ("r", None) && rastore::convert::placeable(&path) {
-            // A `.npy`, or another format's array that lies raw in its file.
-            // SAFETY: as for `.ra` files below: np.load(mmap_mode="r")'s contract.
-            let map = py
-                .detach(|| {
-                    let placed = rastore::convert::placed(&path)?;
-                    unsafe { MappedNpy::open_placed(&placed) }
-                })
-                .map_err(to_py)?;
-            return Ok(MappedFileCore {
-                map: Map::Npy(map),
-                path,
-                absolute,
-                slab,
-                exports: Vec::new(),
-            });
-        }
         let map = match (mode, slab) {
             // SAFETY: the package's documented contract, as np.memmap's: no other program
             // truncates or rewrites the file in place while it is mapped (rastore's own
             // writers replace files by rename and never truncate them).
-            ("r", None) => py.detach(|| unsafe { MappedRa::open(&path) }.map(Map::Read)),
+            // A `.npy`, or another format's array that lies raw in its file, only when
+            // the file is no `.ra`: opening a `.ra` reads nothing more than before.
+            // SAFETY: as above: np.load(mmap_mode="r")'s contract.
+            ("r", None) => py.detach(|| match unsafe { MappedRa::open(&path) } {
+                Err(_) if rastore::convert::placeable(&path) => {
+                    let placed = rastore::convert::placed(&path)?;
+                    unsafe { MappedNpy::open_placed(&placed) }.map(Map::Npy)
+                }
+                r => r.map(Map::Read),
+            }),
             // SAFETY: as above; the caller's slabs are disjoint from other writers'.
             ("r+", None) => py.detach(|| unsafe { MappedRaMut::open(&path) }.map(Map::Write)),
             // SAFETY: as above.

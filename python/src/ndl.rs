@@ -63,22 +63,6 @@ fn hash_to_python<'py>(py: Python<'py>, h: &Hash) -> PyResult<Bound<'py, PyDict>
     Ok(d)
 }
 
-fn float_text(v: f64) -> String {
-    if v.is_nan() {
-        ".nan".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { ".inf" } else { "-.inf" }.into()
-    } else {
-        // Rust's shortest round-trip form, with a point so YAML reads a float back.
-        let t = format!("{v:?}");
-        if t.contains(['.', 'e', 'E']) {
-            t
-        } else {
-            format!("{t}.0")
-        }
-    }
-}
-
 fn to_yaml(v: &Bound<'_, PyAny>) -> PyResult<Yaml> {
     if v.is_none() {
         return Ok(Yaml::Null);
@@ -93,7 +77,7 @@ fn to_yaml(v: &Bound<'_, PyAny>) -> PyResult<Yaml> {
             .map_err(|_| error(format!("NDL: the integer {v} does not fit 64 bits")));
     }
     if let Ok(f) = v.cast::<PyFloat>() {
-        return Ok(Yaml::Real(float_text(f.value())));
+        return Ok(rastore::ndl::real(f.value()));
     }
     if let Ok(s) = v.cast::<PyString>() {
         return Ok(Yaml::String(s.to_cow()?.into_owned()));

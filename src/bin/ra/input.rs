@@ -68,31 +68,36 @@ impl Input {
     /// engine reads (a `.nii.gz`, compressed TIFF pages, a bfloat16 tensor) into memory.
     /// Another format's attributes come as its description's trailer.
     pub fn open(path: &Path) -> rastore::Result<Input> {
-        if !is_npy(path) && rastore::convert::placeable(path) {
-            return match rastore::convert::placed(path) {
-                Ok(placed) => {
-                    // SAFETY: as for `.ra` inputs below.
-                    let map = unsafe { MappedNpy::open_placed(&placed) }?;
-                    let mut input = Self::from_npy(map, path)?;
-                    let options = rastore::convert::ConvertOptions::new();
-                    let source = rastore::convert::open(path, &options)?;
-                    input.owned_trailer = Some(source.desc().trailer.clone());
-                    Ok(input)
-                }
-                Err(e) if matches!(e.kind(), rastore::ErrorKind::Unsupported(_)) => {
-                    Self::open_engine(path)
-                }
-                Err(e) => Err(e),
-            };
-        }
+        // A `.ra` first: opening one reads nothing more than the mapping does.
         match Self::open_ra(path) {
             Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { found: Some(f), .. } if *f == rastore::sniff::NPY_NAME) => {
                 Self::open_npy(path)
             }
+            Err(_) if rastore::convert::placeable(path) => Self::open_placed(path),
             Err(e) if matches!(e.kind(), rastore::ErrorKind::NotRawArray { .. }) && takes(path) => {
                 Self::open_engine(path)
             }
             r => r,
+        }
+    }
+
+    /// An array of another format that lies raw in its file, mapped, with its
+    /// description's trailer; one that does not (compressed), read by the engine.
+    fn open_placed(path: &Path) -> rastore::Result<Input> {
+        match rastore::convert::placed(path) {
+            Ok(placed) => {
+                // SAFETY: as for `.ra` inputs below.
+                let map = unsafe { MappedNpy::open_placed(&placed) }?;
+                let mut input = Self::from_npy(map, path)?;
+                let options = rastore::convert::ConvertOptions::new();
+                let source = rastore::convert::open(path, &options)?;
+                input.owned_trailer = Some(source.desc().trailer.clone());
+                Ok(input)
+            }
+            Err(e) if matches!(e.kind(), rastore::ErrorKind::Unsupported(_)) => {
+                Self::open_engine(path)
+            }
+            Err(e) => Err(e),
         }
     }
 

@@ -8,22 +8,7 @@ use yaml_rust2::Yaml;
 
 use super::header::{Extension, NiftiHeader};
 use crate::codec::{base64_decode, base64_encode};
-use crate::ndl::{int, s};
-
-fn real(v: f64) -> Yaml {
-    Yaml::Real(if v.is_nan() {
-        ".nan".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { ".inf" } else { "-.inf" }.into()
-    } else {
-        let t = format!("{v:?}");
-        if t.contains(['.', 'e', 'E']) {
-            t
-        } else {
-            format!("{t}.0")
-        }
-    })
-}
+use crate::ndl::{int, real, s};
 
 fn reals(v: &[f64]) -> Yaml {
     Yaml::Array(v.iter().map(|&x| real(x)).collect())
