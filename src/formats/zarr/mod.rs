@@ -29,6 +29,7 @@ mod numcodecs;
 mod ra_storage;
 mod read;
 mod store;
+mod table;
 mod write;
 mod zstd;
 
@@ -36,6 +37,7 @@ pub use inplace::{in_place, in_place_npy, InPlace};
 pub use ra_storage::{RaStorage, ReadRange};
 pub use read::ZarrInput;
 pub use store::Location;
+pub use table::{ChunkTable, TableStorage};
 pub use write::{ZarrOptions, ZarrWriter};
 
 use std::path::Path;

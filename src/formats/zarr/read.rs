@@ -14,6 +14,8 @@ use zarrs::storage::ReadableWritableStorageTraits;
 use super::meta::{self, Elem, Reading};
 use super::numcodecs;
 use super::store::{self, Location, Store};
+use super::table::{ChunkTable, TableStorage};
+use super::ReadRange;
 use super::{bytes_of, refuse, zarr_err, GridIndices, Region};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -108,6 +110,16 @@ impl ZarrInput {
             node: "/".into(),
         };
         Self::open_in(store, "memory".into(), false)
+    }
+
+    /// Opens the array of a [`ChunkTable`], its chunks read through `read` (an HDF5
+    /// dataset's chunks in its file); `shown` names it in messages.
+    pub fn open_table(table: ChunkTable, read: ReadRange, shown: PathBuf) -> Result<ZarrInput> {
+        let store = Store {
+            storage: std::sync::Arc::new(TableStorage::new(table, read)),
+            node: "/".into(),
+        };
+        Self::open_in(store, shown, false)
     }
 
     fn open_in(store: Store, shown: PathBuf, in_group: bool) -> Result<ZarrInput> {
