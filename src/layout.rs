@@ -264,6 +264,50 @@ fn by_slabs<E: Copy>(v: &ArrayViewD<'_, E>, dst: &mut [E], size: usize, progress
     }
 }
 
+thread_local! {
+    /// Each thread's scratch buffer ([`with_scratch`]), and whether it keeps it.
+    static SCRATCH: std::cell::Cell<(Vec<u8>, bool)> =
+        const { std::cell::Cell::new((Vec::new(), false)) };
+}
+
+/// The largest scratch buffer a thread keeps between calls.
+const MAX_SCRATCH: usize = 64 << 20;
+
+/// `f` over a scratch buffer of `len` bytes (contents unspecified). On a thread that
+/// [keeps](keep_scratch) its buffer (a conversion's worker, reading box after box),
+/// the buffer is the one of its last call, not a fresh allocation and its page faults
+/// per box; elsewhere (a caller's thread, Python's) it is freed on return.
+pub fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    let (mut buf, keep) = SCRATCH.take();
+    buf.resize(len, 0);
+    let r = f(&mut buf[..len]);
+    if keep && buf.capacity() <= MAX_SCRATCH {
+        SCRATCH.set((buf, true));
+    } else {
+        SCRATCH.set((Vec::new(), keep));
+    }
+    r
+}
+
+/// Makes this thread keep its scratch buffer from one [`with_scratch`] to the next,
+/// until the guard returned is dropped, which frees it: for a conversion's workers,
+/// and for the thread that converts a tree's arrays one after another.
+#[must_use = "the buffer is kept only while the guard lives"]
+pub fn keep_scratch() -> KeptScratch {
+    let (buf, _) = SCRATCH.take();
+    SCRATCH.set((buf, true));
+    KeptScratch(())
+}
+
+/// While it lives, its thread keeps its scratch buffer ([`keep_scratch`]).
+pub struct KeptScratch(());
+
+impl Drop for KeptScratch {
+    fn drop(&mut self) {
+        SCRATCH.set((Vec::new(), false));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

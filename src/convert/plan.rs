@@ -247,6 +247,7 @@ fn run(
         for _ in 0..WORKERS.min(pieces.len()) {
             let (tx, next, stop) = (tx.clone(), &next, &stop);
             s.spawn(move || {
+                let _kept = crate::layout::keep_scratch();
                 let (mut buf, mut part) = (Vec::new(), Vec::new());
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);

@@ -198,12 +198,16 @@ impl Source for NpySource {
             // large for any buffer's shape): checked, and done.
             return self.reader.read_selection_into(&reversed, out);
         }
-        let mut c = vec![0u8; out.len()];
-        self.reader.read_selection_into(&reversed, &mut c)?;
         let counts: Vec<u64> = sel.iter().map(|s| s.count).collect();
         let shape = crate::view::shape_usize(&counts)?;
         let w = self.desc.dtype.elbyte as usize;
-        transpose_c_to_f(&c, &shape, w, out, &mut |_, _| ())
+        // The C-order bytes go through this thread's scratch buffer, kept from one
+        // box to the next: a fresh one per box cost more in page faults than the
+        // transpose.
+        crate::layout::with_scratch(out.len(), |c| {
+            self.reader.read_selection_into(&reversed, c)?;
+            transpose_c_to_f(c, &shape, w, out, &mut |_, _| ())
+        })
     }
 
     fn shown(&self) -> &Path {
