@@ -139,21 +139,62 @@ class Frames:
         return [c.array.location for c in self.columns.values()]
 
 
-def available_memory():
-    """Bytes of memory available without swapping (Linux's ``MemAvailable``; elsewhere
-    psutil's, if installed), or None when unknown."""
+def available_memory(proc="/proc", cgroups="/sys/fs/cgroup"):
+    """Bytes of memory available without swapping, or None when unknown: Linux's
+    ``MemAvailable``, or less where this process's cgroup (v2 ``memory.max``, v1
+    ``memory.limit_in_bytes``: a container's limit) leaves less beside the memory its
+    processes hold (page cache aside, which the limit reclaims); elsewhere psutil's, if
+    installed."""
+    avail = None
     try:
-        with open("/proc/meminfo") as f:
+        with open(f"{proc}/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    avail = int(line.split()[1]) * 1024
+                    break
     except OSError:
         pass
+    if avail is None:
+        try:
+            import psutil
+        except ImportError:
+            return None
+        return int(psutil.virtual_memory().available)
+    room = _cgroup_room(proc, cgroups)
+    return avail if room is None else min(avail, room)
+
+
+def _cgroup_room(proc, cgroups):
+    """What this process's cgroup limit leaves beside its processes' own memory (v2
+    ``memory.max`` less ``anon``, v1 ``memory.limit_in_bytes`` less ``total_rss``), or
+    None without a limit."""
     try:
-        import psutil
-    except ImportError:
+        with open(f"{proc}/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
         return None
-    return int(psutil.virtual_memory().available)
+    for line in lines:
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if hierarchy == "0" and controllers == "":
+            folder, limit_name, held_name = f"{cgroups}{path}", "memory.max", "anon"
+        elif "memory" in controllers.split(","):
+            folder = f"{cgroups}/memory{path}"
+            limit_name, held_name = "memory.limit_in_bytes", "total_rss"
+        else:
+            continue
+        try:
+            with open(f"{folder}/{limit_name}") as f:
+                limit = f.read().strip()
+            with open(f"{folder}/memory.stat") as f:
+                held = {k: int(v) for k, v in (ln.split() for ln in f if ln.strip())}
+        except (OSError, ValueError):
+            continue
+        # No limit: "max" (v2), or a page-rounded 2**63 (v1).
+        if limit == "max" or int(limit) >= 1 << 60:
+            continue
+        return max(int(limit) - held.get(held_name, 0), 0)
+    return None
 
 
 def fits(frames, share=0.5):

@@ -251,3 +251,42 @@ def test_arguments_are_checked():
         rastore.Loader("x.ra", 4, rank=2, world_size=2)
     with pytest.raises(ValueError, match="batch_size"):
         rastore.Loader("x.ra", 0)
+
+
+def _fake_host(tmp_path, meminfo_kib, cgroup_line, files):
+    """A /proc and /sys/fs/cgroup of a made-up host: MemAvailable, this process's
+    cgroup line, and the cgroup's files by path."""
+    proc, cg = tmp_path / "proc", tmp_path / "cgroup"
+    (proc / "self").mkdir(parents=True)
+    (proc / "meminfo").write_text(f"MemTotal: 99999999 kB\nMemAvailable: {meminfo_kib} kB\n")
+    (proc / "self" / "cgroup").write_text(cgroup_line + "\n")
+    for path, text in files.items():
+        (cg / path).parent.mkdir(parents=True, exist_ok=True)
+        (cg / path).write_text(text)
+    return str(proc), str(cg)
+
+
+def test_memory_available_is_the_smaller_of_the_hosts_and_the_cgroup_limits_room(tmp_path):
+    from rastore._frames import available_memory
+
+    gib = 1 << 30
+    # cgroup v2 (a container's memory.max): 4 GiB limit, 1 GiB held by processes.
+    v2 = _fake_host(tmp_path / "v2", 20 * gib // 1024, "0::/pod/c1", {
+        "pod/c1/memory.max": f"{4 * gib}\n",
+        "pod/c1/memory.stat": f"anon {gib}\nfile {2 * gib}\n",
+    })
+    assert available_memory(*v2) == 3 * gib
+    # cgroup v1: the memory controller's own hierarchy.
+    v1 = _fake_host(tmp_path / "v1", 20 * gib // 1024, "4:memory:/job", {
+        "memory/job/memory.limit_in_bytes": f"{6 * gib}\n",
+        "memory/job/memory.stat": f"cache {5 * gib}\nrss {gib}\ntotal_rss {2 * gib}\n",
+    })
+    assert available_memory(*v1) == 4 * gib
+    # No limit ("max", or v1's page-rounded 2**63): the host's figure.
+    free = _fake_host(tmp_path / "free", 5 * gib // 1024, "0::/", {
+        "memory.max": "max\n", "memory.stat": "anon 0\n"})
+    assert available_memory(*free) == 5 * gib
+    # A limit roomier than the host: still the host's.
+    roomy = _fake_host(tmp_path / "roomy", 2 * gib // 1024, "0::/a", {
+        "a/memory.max": f"{64 * gib}\n", "a/memory.stat": "anon 0\n"})
+    assert available_memory(*roomy) == 2 * gib
