@@ -4,6 +4,7 @@ pages are evicted first with ``posix_fadvise(DONTNEED)``: only these files, so t
 rest of the machine keeps its cache), then a second epoch.
 
     .venv/bin/python3 python/benches/loader_peers.py [--mib 512] [--workers 2] [--ray]
+        [--mem-limit-mib M] [--first-seconds 30] [--fio]
 
 The ways, each over the same shuffled epoch of batches of 256:
 - ``Loader(warm=auto)``: the file fits in memory here, so the workers gather and warm
@@ -17,6 +18,15 @@ The ways, each over the same shuffled epoch of batches of 256:
   ``random_shuffle``, on ``ray.init(num_cpus=workers)``.
 Prints samples/s per epoch and the ratios to ``np.memmap`` (or ``read_numpy``) of the
 same run, and for the Ray ways the bytes of Ray's object store they touched.
+
+``--mem-limit-mib M`` runs everything (the workers too) in a new child cgroup whose
+memory, page cache included, is limited to M MiB (Linux, root; cgroup v1 or v2): a
+machine of that much memory, so that a file bigger than memory needs no disk bigger
+than the machine's memory. ``--first-seconds S`` also reports each way's samples/s over
+the first S seconds of the cold epoch (the way a new user watches a run start).
+``--fio`` runs fio (Debian's ``fio``) replaying random reads of one frame (12 KiB,
+``O_DIRECT``, io_uring, 64 in flight) over the same file for 20 s: the device's floor
+for a gather around the cache, in frames/s.
 """
 import argparse
 import multiprocessing as mp
@@ -41,6 +51,61 @@ def evict(path):
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+def limit_memory(mib):
+    """Moves this process into a new child cgroup of its own whose memory (v1
+    ``memory.limit_in_bytes``, v2 ``memory.max``), page cache included, is ``mib`` MiB;
+    its children inherit it."""
+    with open("/proc/self/cgroup") as f:
+        lines = f.read().splitlines()
+    for line in lines:
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if "memory" in controllers.split(","):
+            folder, limit = f"/sys/fs/cgroup/memory{path}/loader-bench", "memory.limit_in_bytes"
+            break
+        if hierarchy == "0" and controllers == "":
+            folder, limit = f"/sys/fs/cgroup{path}/loader-bench", "memory.max"
+    else:
+        raise SystemExit("no memory cgroup to limit")
+    os.makedirs(folder, exist_ok=True)
+    with open(f"{folder}/{limit}", "w") as f:
+        f.write(str(mib << 20))
+    with open(f"{folder}/cgroup.procs", "w") as f:
+        f.write(str(os.getpid()))
+
+
+def fio_floor(path, seconds=20):
+    """Frames/s of fio's random 12 KiB O_DIRECT reads of ``path`` at 64 in flight."""
+    import json
+    import subprocess
+
+    out = subprocess.run(
+        ["fio", "--name=frames", f"--filename={path}", "--rw=randread", "--bs=12k",
+         "--direct=1", "--ioengine=io_uring", "--iodepth=64", f"--runtime={seconds}",
+         "--time_based", "--output-format=json"],
+        check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["jobs"][0]["read"]["iops"]
+
+
+class Clock:
+    """Samples counted against time: the rate over the first ``first`` seconds too."""
+
+    def __init__(self, first):
+        self.first, self.t0, self.done, self.early = first, time.perf_counter(), 0, None
+
+    def add(self, k):
+        self.done += k
+        if self.first and self.early is None and time.perf_counter() - self.t0 >= self.first:
+            self.early = self.done / (time.perf_counter() - self.t0)
+
+    def rate(self):
+        return self.done / (time.perf_counter() - self.t0)
+
+
+FIRST = [0]  # --first-seconds, for the ways' first epochs
+EARLY = {}   # way -> samples/s over its first seconds
 
 
 def batches(n, seed):
@@ -70,24 +135,28 @@ def run_memmap(path, n, workers, epochs):
         pool.map(abs, range(workers))
         for e in range(epochs):
             jobs = [(path, offset, n, b) for b in batches(n, e)]
-            t = time.perf_counter()
-            done = sum(len(b) for b in pool.imap(memmap_batch, jobs, chunksize=1))
-            out.append(done / (time.perf_counter() - t))
+            clock = Clock(FIRST[0] if e == 0 else 0)
+            for b in pool.imap(memmap_batch, jobs, chunksize=1):
+                clock.add(len(b))
+            out.append(clock.rate())
+            if e == 0:
+                EARLY["np.memmap, worker processes"] = clock.early
     return out
 
 
-def run_loader(path, workers, epochs, warm):
+def run_loader(path, workers, epochs, warm, name):
     out = []
     with rastore.Loader(path, BATCH, workers=workers, warm=warm) as loader:
         loader._start()  # the workers' start, as the memmap pool's, is not timed
         time.sleep(1.0)
         for e in range(epochs):
             loader.set_epoch(e)
-            t = time.perf_counter()
-            done = 0
+            clock = Clock(FIRST[0] if e == 0 else 0)
             for b in loader:
-                done += len(b)
-            out.append(done / (time.perf_counter() - t))
+                clock.add(len(b))
+            out.append(clock.rate())
+            if e == 0:
+                EARLY[name] = clock.early
     return out
 
 
@@ -166,7 +235,13 @@ def main():
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--ray", action="store_true")
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--mem-limit-mib", type=int, default=None)
+    ap.add_argument("--first-seconds", type=float, default=0)
+    ap.add_argument("--fio", action="store_true")
     args = ap.parse_args()
+    if args.mem_limit_mib:
+        limit_memory(args.mem_limit_mib)
+    FIRST[0] = args.first_seconds
     frame_bytes = int(np.prod(FRAME))
     n = args.mib * (1 << 20) // frame_bytes
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
@@ -186,14 +261,18 @@ def main():
                 np.save(os.path.join(folder, f"{i:02}.npy"),
                         np.ascontiguousarray(np.moveaxis(a[..., s:s + n // 8 + 1], -1, 0)))
             del a
+        from rastore._frames import available_memory
+
         print(f"{n} frames of {FRAME} uint8 ({args.mib} MiB), batches of {BATCH}, "
-              f"{args.workers} workers, {os.cpu_count()} CPUs; samples/s per epoch "
-              "(first cold)")
+              f"{args.workers} workers, {os.cpu_count()} CPUs, memory available "
+              f"{available_memory() / (1 << 20):,.0f} MiB; samples/s per epoch (first cold)")
         results = {}
         ways = [
             ("np.memmap, worker processes", lambda: run_memmap(path, n, args.workers, args.epochs)),
-            ("Loader (warm: auto)", lambda: run_loader(path, args.workers, args.epochs, None)),
-            ("Loader (warm=False)", lambda: run_loader(path, args.workers, args.epochs, False)),
+            ("Loader (warm: auto)",
+             lambda: run_loader(path, args.workers, args.epochs, None, "Loader (warm: auto)")),
+            ("Loader (warm=False)",
+             lambda: run_loader(path, args.workers, args.epochs, False, "Loader (warm=False)")),
             ("Array.take, one process", lambda: run_take(path, n, args.epochs)),
         ]
         for name, fn in ways:
@@ -209,6 +288,18 @@ def main():
             ref = base if peer == "memmap" else results["read_numpy + random_shuffle"]
             cells = "  ".join(f"{r:10,.0f} ({r / b:5.2f}x {peer})" for r, b in zip(rates, ref))
             print(f"{name:32} {cells}")
+        for name, early in EARLY.items():
+            if early is not None:
+                ref = EARLY.get("np.memmap, worker processes")
+                vs = f" ({early / ref:5.2f}x memmap)" if ref else ""
+                print(f"{name:32} first {FIRST[0]:g} s: {early:10,.0f}{vs}")
+        if args.fio:
+            evict(path)
+            floor = fio_floor(path)
+            for name in ("Loader (warm: auto)", "Loader (warm=False)"):
+                rates = results[name]
+                print(f"{name:32} cold epoch {rates[0]:10,.0f} = {rates[0] / floor:5.2f}x fio's "
+                      f"{floor:,.0f} random 12 KiB reads/s")
         for name, b in touched.items():
             size = f"{b / (1 << 20):,.0f} MiB" if isinstance(b, int) else b
             print(f"{name}: Ray's object store touched {size} (its high-water mark)")

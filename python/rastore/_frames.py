@@ -197,7 +197,7 @@ def _cgroup_room(proc, cgroups):
     return None
 
 
-def fits(frames, share=0.5):
+def fits(frames, share=0.8):
     """Whether ``frames`` (local files) fit in ``share`` of the memory available: then
     reading them through the page cache keeps them for the next epoch."""
     if frames.remote:

@@ -134,8 +134,8 @@ class Loader:
     ``workers`` processes gather batches, each with one batch in flight while the
     consumer holds another. A worker that dies is a ``RuntimeError`` in the consumer
     naming it. ``warm``: whether the workers also read the file front to back through
-    the page cache while they gather (by default: when it is local and fits in half the
-    memory available), so that later epochs read from memory. ``close()`` (or a
+    the page cache while they gather (by default: when it is local and fits in four
+    fifths of the memory available), so that later epochs read from memory. ``close()`` (or a
     ``with`` block) ends the workers; they start on the first iteration."""
 
     def __init__(self, path, batch_size, *, shuffle=True, seed=0, workers=2, drop_last=False,

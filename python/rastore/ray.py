@@ -196,7 +196,7 @@ def read_ra(paths, *, shuffle=False, seed=None, override_num_blocks=None,
     at the cost of an all-to-all exchange). ``override_num_blocks`` sets the number of
     read tasks. ``warm``: whether shuffled readers also read the files front to back
     through the page cache, so that the next epoch reads from memory; by default they
-    do when the files fit in half the memory available. Other keywords go to
+    do when the files fit in four fifths of the memory available. Other keywords go to
     ``ray.data.read_datasource`` (``num_cpus``, ``concurrency``, ...)."""
     source = RaDatasource(paths, shuffle=shuffle, seed=seed, storage_options=storage_options,
                           warm=warm)
