@@ -270,8 +270,9 @@ thread_local! {
         const { std::cell::Cell::new((Vec::new(), false)) };
 }
 
-/// The largest scratch buffer a thread keeps between calls.
-const MAX_SCRATCH: usize = 64 << 20;
+/// The largest scratch buffer a thread keeps between calls (a C-order piece of the
+/// engine is at most 128 MiB).
+const MAX_SCRATCH: usize = 128 << 20;
 
 /// `f` over a scratch buffer of `len` bytes (contents unspecified). On a thread that
 /// [keeps](keep_scratch) its buffer (a conversion's worker, reading box after box),
