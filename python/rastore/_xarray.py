@@ -15,7 +15,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from . import Error, _rastore, _raw_type
+from . import Error, _rastore, _raw_type, _typed
 from ._array import Array
 
 def _plain(v):
@@ -95,6 +95,7 @@ def labels(metadata, shape, variable=None):
     attrs = entity.get("attributes") or {}
     if not isinstance(attrs, dict):
         attrs = {}
+    attrs = _typed(attrs, entity.get("attribute_types"))
     dims = list(_rastore.unlabeled_dims(len(shape), variable))
     coords = {}
     entries = entity.get("dimcoords")

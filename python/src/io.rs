@@ -54,15 +54,17 @@ fn read<'py>(
         let npy = py.detach(|| NpySource::open(&path)).map_err(to_py)?;
         return read_npy(py, npy, allocate);
     }
-    // What the file is, told once: a safetensors tensor, a NIfTI image or a TIFF go
-    // through their engine sources, anything else to the RawArray reader.
+    // What the file is, told once: a safetensors tensor, a NIfTI image, a TIFF or a
+    // NetCDF variable go through their engine sources, anything else to the RawArray
+    // reader.
     let (file, member) = rastore::convert::member_path(&path);
     match (Format::of(&file).ok(), member) {
         (Some(Format::Safetensors), member) => {
             let tensor = py.detach(|| tensor_of(&file, member)).map_err(to_py)?;
             return read_npy(py, tensor, allocate);
         }
-        (Some(Format::Nifti | Format::Tiff), None) => return read_source(py, &path, allocate),
+        (Some(Format::Nifti | Format::Tiff | Format::NetCdf3), None)
+        | (Some(Format::NetCdf3), Some(_)) => return read_source(py, &path, allocate),
         _ => {}
     }
     let reader = py
@@ -167,6 +169,7 @@ fn format_of_name(path: PathBuf) -> Option<&'static str> {
         Format::Zarr => "zarr",
         Format::Safetensors => "safetensors",
         Format::Nifti => "nifti",
+        Format::NetCdf3 => "nc",
         Format::Ra => "ra",
     })
 }
