@@ -255,7 +255,7 @@ fn check(f: &NcFile, len: u64, begin_rec: u64) -> Result<()> {
         record_end = record_end.max(end);
     }
     if f.numrecs > 0 && record_end > begin_rec {
-        spans.push((begin_rec, record_end, "the records".into()));
+        spans.push((begin_rec, record_end, "the record variables".into()));
         // Within a record, each record variable's part apart from the others'.
         let mut parts: Vec<(u64, u64, String)> = f
             .vars

@@ -15,6 +15,9 @@ pub mod header;
 pub mod layout;
 pub mod types;
 
+#[cfg(test)]
+mod tests;
+
 use std::fs::File;
 use std::path::Path;
 
