@@ -705,6 +705,10 @@ fn dataset_tree(folder: &Path) -> Result<Tree> {
     }
     for (g, attrs) in tree.groups.iter_mut() {
         *attrs = attributes_map(crate::dataset::attributes(&folder.join(g))?);
+        // Attributes with their types (a NetCDF file's) go into a folder as they are.
+        if let Some(text) = crate::dataset::typed_attributes(&folder.join(g))? {
+            tree.typed.insert(g.clone(), text);
+        }
     }
     Ok(tree)
 }

@@ -265,24 +265,24 @@ impl<'a, R: ReadAt + ?Sized> Cursor<'a, R> {
         Ok(name)
     }
 
-    /// A list's tag and count: `ABSENT` is `(0, 0)`; any other tag but `tag` is refused,
-    /// as is a count of more entries of at least `least` bytes than the file holds.
-    fn list(&mut self, tag: u32, what: &str, least: u64) -> Result<u64> {
-        let field = || format!("{what}_list");
-        let got = self.u32(&field)?;
-        let n = self.count(&|| format!("{what}_list: nelems"))?;
+    /// A list's tag and count (`label`: the list, in messages): `ABSENT` is `(0, 0)`;
+    /// any other tag but `tag` (`NC_` + `kind`) is refused, as is a count of more
+    /// entries of at least `least` bytes than the file holds.
+    fn list(&mut self, (tag, kind): (u32, &str), label: &str, least: u64) -> Result<u64> {
+        let got = self.u32(&|| label.to_string())?;
+        let n = self.count(&|| format!("{label}: nelems"))?;
         if got == 0 && n == 0 {
             return Ok(0);
         }
         if got != tag {
             return Err(malformed(
-                field(),
-                format!("tag {got}, not {tag} (NC_{})", what.to_uppercase()),
+                label,
+                format!("tag {got}, not {tag} (NC_{kind})"),
             ));
         }
         if n > self.left() / least {
             return Err(malformed(
-                format!("{what}_list: nelems"),
+                format!("{label}: nelems"),
                 format!(
                     "{n} entries of at least {least} bytes each, in the {} bytes left",
                     self.left()
@@ -292,31 +292,38 @@ impl<'a, R: ReadAt + ?Sized> Cursor<'a, R> {
         Ok(n)
     }
 
-    /// An attribute list (of a variable, or `what` = `gatt`).
-    fn attrs(&mut self, what: &dyn Fn() -> String) -> Result<Vec<Attribute>> {
+    /// An attribute list: the global attributes (`of` `None`), or those of a variable
+    /// (`of`: `variable "t"`, which fields are named after).
+    fn attrs(&mut self, of: Option<&str>) -> Result<Vec<Attribute>> {
         let c = self.version.count_bytes();
-        let n = self
-            .list(TAG_ATTRIBUTE, "att", 2 * c + 4)
-            .map_err(|e| relabel(e, what))?;
+        let prefix = of.map(|o| format!("{o}: ")).unwrap_or_default();
+        let label = format!(
+            "{prefix}{}",
+            if of.is_some() {
+                "vatt_list"
+            } else {
+                "gatt_list"
+            }
+        );
+        let n = self.list((TAG_ATTRIBUTE, "ATTRIBUTE"), &label, 2 * c + 4)?;
         let mut attrs = Vec::new();
         for k in 0..n {
-            let at = || format!("{}: attribute {k}", what());
-            let name = self.name(&at)?;
-            let field = || format!("{}: attribute {name:?}", what());
-            let code = self.u32(&|| format!("{}: nc_type", field()))?;
+            let name = self.name(&|| format!("{prefix}attribute {k}"))?;
+            let field = |f: &str| format!("{prefix}attribute {name:?}: {f}");
+            let code = self.u32(&|| field("nc_type"))?;
             let t = NcType::of_code(code, self.version == Version::Data64).ok_or_else(|| {
                 malformed(
-                    format!("{}: nc_type", field()),
+                    field("nc_type"),
                     format!("{code}, no type of {}", self.version.name()),
                 )
             })?;
-            let count = self.count(&|| format!("{}: nelems", field()))?;
+            let count = self.count(&|| field("nelems"))?;
             let bytes = count
                 .checked_mul(t.size())
                 .filter(|&b| b <= self.left())
                 .ok_or_else(|| {
                     malformed(
-                        format!("{}: nelems", field()),
+                        field("nelems"),
                         format!(
                             "{count} values of {} bytes, more than the {} bytes left",
                             t.size(),
@@ -324,22 +331,11 @@ impl<'a, R: ReadAt + ?Sized> Cursor<'a, R> {
                         ),
                     )
                 })?;
-            let values = t.values(self.take(bytes, &|| format!("{}: values", field()))?);
-            self.pad(bytes, &|| format!("{}: padding", field()))?;
+            let values = t.values(self.take(bytes, &|| field("values"))?);
+            self.pad(bytes, &|| field("padding"))?;
             attrs.push(Attribute { name, values });
         }
         Ok(attrs)
-    }
-}
-
-/// `e` with the field `what` (`variable "t"`) before its own, when it is a
-/// [`ErrorKind::Malformed`] of a list.
-fn relabel(e: Error, what: &dyn Fn() -> String) -> Error {
-    match e.kind() {
-        ErrorKind::Malformed { field, detail, .. } => {
-            malformed(format!("{}: {field}", what()), detail.clone())
-        }
-        _ => e,
     }
 }
 
@@ -384,7 +380,7 @@ pub fn parse<R: ReadAt + ?Sized>(src: &R, len: u64) -> Result<Header> {
         },
     };
     let cb = version.count_bytes();
-    let ndims = c.list(TAG_DIMENSION, "dim", 2 * cb)?;
+    let ndims = c.list((TAG_DIMENSION, "DIMENSION"), "dim_list", 2 * cb)?;
     let mut dims = Vec::new();
     for k in 0..ndims {
         let name = c.name(&|| format!("dimension {k}"))?;
@@ -403,9 +399,9 @@ pub fn parse<R: ReadAt + ?Sized>(src: &R, len: u64) -> Result<Header> {
         }
         dims.push(Dim { name, len });
     }
-    let attrs = c.attrs(&|| "gatt".into())?;
+    let attrs = c.attrs(None)?;
     let least = 4 * cb + 8 + version.offset_bytes();
-    let nvars = c.list(TAG_VARIABLE, "var", least)?;
+    let nvars = c.list((TAG_VARIABLE, "VARIABLE"), "var_list", least)?;
     let mut vars = Vec::new();
     for k in 0..nvars {
         let name = c.name(&|| format!("variable {k}"))?;
@@ -443,7 +439,7 @@ pub fn parse<R: ReadAt + ?Sized>(src: &R, len: u64) -> Result<Header> {
             }
             dimids.push(d);
         }
-        let vattrs = c.attrs(&|| format!("variable {name:?}"))?;
+        let vattrs = c.attrs(Some(&format!("variable {name:?}")))?;
         let code = c.u32(&|| field("nc_type"))?;
         let nc_type = NcType::of_code(code, version == Version::Data64).ok_or_else(|| {
             malformed(
