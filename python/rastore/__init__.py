@@ -389,7 +389,8 @@ def write(
 
 
 def info(path, *, storage_options=None):
-    """What ``ra info --json`` says of ``path`` (a ``.ra``, a ``.npy``, a NIfTI image, or an
+    """What ``ra info --json`` says of ``path`` (a ``.ra``, a ``.npy``, a NIfTI image, a
+    tensor or variable inside a file, ``m.safetensors/NAME`` or ``x.nc/NAME``, or an
     ``s3://`` object), as a dict."""
     path = _location(path)
     if _is_remote(path):

@@ -340,8 +340,8 @@ fn check_output(path: PathBuf) -> PyResult<()> {
 }
 
 /// `ra info --json` of a `.ra` or `.npy` file, told apart by its first bytes (a bad
-/// `.npy`, a truncated one say, is refused as a `.npy`), of a NIfTI image, or of a
-/// safetensors tensor.
+/// `.npy`, a truncated one say, is refused as a `.npy`), of a NIfTI image, of a
+/// safetensors tensor, or of a NetCDF variable.
 #[pyfunction]
 fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(|| {
@@ -349,6 +349,16 @@ fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
             rastore::info::npy_header(&path).and_then(|nh| rastore::info::npy_json(&path, &nh))
         } else if Format::of(&path).ok() == Some(Format::Nifti) {
             rastore::info::nifti_json(&path)
+        } else if Format::of(&rastore::convert::member_path(&path).0).ok() == Some(Format::NetCdf3)
+        {
+            // A variable of a NetCDF file (`x.nc/NAME`), or its only one.
+            use rastore::formats::netcdf3::engine;
+            match engine::variables_named(&path)? {
+                (nc, named) if named.len() == 1 => {
+                    Ok(engine::info_json(&named[0].0, &nc, &named[0].1))
+                }
+                _ => engine::open(&path).map(|_| String::new()),
+            }
         } else if rastore::convert::placeable(&path) {
             // One tensor of a safetensors file (`m.safetensors/NAME`), or its only one.
             use rastore::formats::safetensors::engine;

@@ -210,7 +210,24 @@ def check_folder(nc, folder, judges):
                     print(k, ours.get(k), theirs[k])
             print("ours", ours.attrs, "theirs", theirs.attrs)
             raise SystemExit(f"{folder}: not identical to {nc} read by {j}")
+        same_types(ours, theirs)
     print(f"identical: {len(ours.variables)} variables, {len(judges)} judges")
+
+
+def same_types(ours, theirs):
+    """What xr.identical does not compare: each variable's dtype, and each attribute's
+    type (a float32 scale_factor is not a float64 one)."""
+    def kind(v):
+        # SciPy gives array attributes big-endian: the type, not its byte order.
+        d = np.asarray(v).dtype
+        return type(v), d.kind, d.itemsize
+
+    for k in theirs.variables:
+        assert ours[k].dtype == theirs[k].dtype, (k, ours[k].dtype, theirs[k].dtype)
+        for n, v in theirs[k].attrs.items():
+            assert kind(ours[k].attrs[n]) == kind(v), (k, n, ours[k].attrs[n], v)
+    for n, v in theirs.attrs.items():
+        assert kind(ours.attrs[n]) == kind(v), (n, ours.attrs[n], v)
 
 
 def check_back(nc, folder, judge):
