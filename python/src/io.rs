@@ -63,8 +63,11 @@ fn read<'py>(
             let tensor = py.detach(|| tensor_of(&file, member)).map_err(to_py)?;
             return read_npy(py, tensor, allocate);
         }
-        (Some(Format::Nifti | Format::Tiff | Format::NetCdf3), None)
-        | (Some(Format::NetCdf3), Some(_)) => return read_source(py, &path, allocate),
+        (Some(Format::NetCdf3), member) => {
+            let variable = py.detach(|| variable_of(&file, member)).map_err(to_py)?;
+            return read_variable(py, variable, allocate);
+        }
+        (Some(Format::Nifti | Format::Tiff), None) => return read_source(py, &path, allocate),
         _ => {}
     }
     let reader = py
@@ -102,6 +105,40 @@ fn tensor_of(file: &Path, member: Option<String>) -> rastore::Result<NpySource> 
         Some(name) => engine::open_tensor(file, &name),
         None => engine::open(file),
     }
+}
+
+/// The variable `member` of the NetCDF `file`, or its one variable.
+fn variable_of(
+    file: &Path,
+    member: Option<String>,
+) -> rastore::Result<rastore::formats::netcdf3::engine::VariableSource> {
+    use rastore::formats::netcdf3::engine;
+    match member {
+        Some(name) => engine::open_variable(file, &name),
+        None => engine::open(file),
+    }
+}
+
+/// `read` of a NetCDF variable: its values in C order as the file stores them (its
+/// records gathered), native byte order, into a C-order array.
+fn read_variable<'py>(
+    py: Python<'py>,
+    variable: rastore::formats::netcdf3::engine::VariableSource,
+    allocate: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let desc = variable.desc().clone();
+    let trailer = PyBytes::new(py, &desc.trailer);
+    let fortran = !variable.c_order();
+    let args = (
+        desc.dtype.eltype,
+        desc.dtype.elbyte,
+        desc.dims,
+        trailer,
+        fortran,
+    );
+    filled(py, &allocate, args.into_pyobject(py)?, |buf| {
+        variable.read_stored_into(buf)
+    })
 }
 
 /// `read` of a `.npy` (or an array stored as one): its data as stored (C or Fortran

@@ -48,7 +48,7 @@ pub(crate) fn open_local(
         Format::Tiff => crate::formats::tiff::engine::open(path)?,
         Format::Zarr => open_zarr(path, options)?,
         Format::Nifti => crate::formats::nifti::engine::open(path)?,
-        Format::NetCdf3 => crate::formats::netcdf3::engine::open(path)?,
+        Format::NetCdf3 => Box::new(crate::formats::netcdf3::engine::open(path)?),
         Format::Npz => {
             let members = crate::formats::npz::engine::members(path)?;
             match members.as_slice() {
@@ -68,7 +68,9 @@ pub(crate) fn open_inside(file: &Path, name: &str) -> Result<Box<dyn Source>> {
         Format::Safetensors => Ok(Box::new(crate::formats::safetensors::engine::open_tensor(
             file, name,
         )?)),
-        Format::NetCdf3 => crate::formats::netcdf3::engine::open_variable(file, name),
+        Format::NetCdf3 => Ok(Box::new(crate::formats::netcdf3::engine::open_variable(
+            file, name,
+        )?)),
         f => Err(Error::from(ErrorKind::Unsupported(format!(
             "a member ({name:?}) of a {f:?} file: it holds one array"
         )))

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 pub use super::options::array_name;
 use super::options::{ConvertOptions, Format};
+use super::Source;
 use crate::error::{io_at, ErrorKind, Result};
 use crate::formats::zarr::{
     in_place, in_place_npy, in_place_placed, InPlace, RaStorage, ReadRange,

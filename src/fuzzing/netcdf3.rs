@@ -121,7 +121,7 @@ fn outputs(data: &[u8], input: &Path, outs: &Path) {
         }
         let source = crate::formats::netcdf3::engine::open_variable(input, &v.name)
             .expect("a variable that converted opens");
-        let got = read_all(source.as_ref()).expect("a variable that converted reads");
+        let got = read_all(&source).expect("a variable that converted reads");
         assert_eq!(
             got,
             expected(data, &file, v),

@@ -43,19 +43,80 @@ fn find<'f>(path: &Path, nc: &'f NcFile, name: &str) -> Result<&'f Variable> {
     })
 }
 
+/// A variable as a source: its values in one run (a fixed-size variable, the records
+/// of the only record variable), or its records gathered.
+pub enum VariableSource {
+    /// C-order, big-endian values from `begin`, read as a C-order `.npy`'s data is.
+    Contiguous(NpySource),
+    /// Records interleaved with other record variables'.
+    Records(RecordSource),
+}
+
+impl VariableSource {
+    /// Whether its values are read in C order by
+    /// [`read_stored_into`](Self::read_stored_into) (an array of two or more axes).
+    pub fn c_order(&self) -> bool {
+        self.desc().dims.len() > 1
+    }
+
+    /// All of its values, in native byte order, into `out` (exactly their bytes), in C
+    /// order as the file stores them (where [`c_order`](Self::c_order)): no transpose,
+    /// for a C-order NumPy array.
+    pub fn read_stored_into(self, out: &mut [u8]) -> Result<()> {
+        match self {
+            VariableSource::Contiguous(s) => s.read_stored_into(out),
+            VariableSource::Records(s) => s.read_records(&s.all_records(), out),
+        }
+    }
+}
+
+impl Source for VariableSource {
+    fn desc(&self) -> &Desc {
+        match self {
+            VariableSource::Contiguous(s) => s.desc(),
+            VariableSource::Records(s) => s.desc(),
+        }
+    }
+
+    fn grain(&self) -> Grain {
+        match self {
+            VariableSource::Contiguous(s) => s.grain(),
+            VariableSource::Records(s) => s.grain(),
+        }
+    }
+
+    fn read_box(&self, block: &Block, out: &mut [u8]) -> Result<()> {
+        self.read_selection(&block.strides(), out)
+    }
+
+    fn read_selection(&self, sel: &[Stride], out: &mut [u8]) -> Result<()> {
+        match self {
+            VariableSource::Contiguous(s) => s.read_selection(sel, out),
+            VariableSource::Records(s) => s.read_selection(sel, out),
+        }
+    }
+
+    fn shown(&self) -> &Path {
+        match self {
+            VariableSource::Contiguous(s) => s.shown(),
+            VariableSource::Records(s) => s.shown(),
+        }
+    }
+}
+
 /// The variable `v` of `nc` (in `file`, named `path`) as a source, described by its
 /// trailer: its name, dimension names and attributes.
-fn source(path: &Path, file: File, nc: &NcFile, v: &Variable) -> Result<Box<dyn Source>> {
+fn source(path: &Path, file: File, nc: &NcFile, v: &Variable) -> Result<VariableSource> {
     let trailer = nc.model_of(v).trailer().at(path)?;
     let shown = path.join(&v.name);
     match nc.record_stride(v) {
         None => {
             let npy = NpySource::of_layout(path, file, 0, nc.len, nc.npy_layout(v))?;
-            Ok(Box::new(npy.with_trailer(trailer)))
+            Ok(VariableSource::Contiguous(npy.with_trailer(trailer)))
         }
         Some(recsize) => {
             let dtype = v.nc_type.dtype();
-            Ok(Box::new(RecordSource {
+            Ok(VariableSource::Records(RecordSource {
                 file,
                 len: nc.len,
                 path: path.to_path_buf(),
@@ -78,7 +139,7 @@ fn source(path: &Path, file: File, nc: &NcFile, v: &Variable) -> Result<Box<dyn 
 }
 
 /// The variable `name` of the file `path` as a source.
-pub fn open_variable(path: &Path, name: &str) -> Result<Box<dyn Source>> {
+pub fn open_variable(path: &Path, name: &str) -> Result<VariableSource> {
     let (file, nc) = self::file(path)?;
     let v = find(path, &nc, name)?.clone();
     source(path, file, &nc, &v)
@@ -86,7 +147,7 @@ pub fn open_variable(path: &Path, name: &str) -> Result<Box<dyn Source>> {
 
 /// The one variable of the file `path` as a source; a file of several (or none) is
 /// refused, naming them and saying how to name one.
-pub fn open(path: &Path) -> Result<Box<dyn Source>> {
+pub fn open(path: &Path) -> Result<VariableSource> {
     let (file, nc) = self::file(path)?;
     match nc.vars.as_slice() {
         [v] => {
@@ -310,6 +371,37 @@ impl Source for RecordSource {
         let w = self.desc.dtype.elbyte;
         let want = selection::bytes_of(sel, w);
         selection::fit(out, want).at(&self.shown)?;
+        if want == 0 {
+            return Ok(());
+        }
+        if sel.iter().skip(1).filter(|s| s.count > 1).count() == 0 {
+            // One value per record, or a single record: C order is column-major.
+            return self.read_records(sel, out);
+        }
+        let mut c = vec![0u8; out.len()];
+        self.read_records(sel, &mut c)?;
+        let counts: Vec<u64> = sel.iter().map(|s| s.count).collect();
+        let shape = crate::view::shape_usize(&counts)?;
+        transpose_c_to_f(&c, &shape, w as usize, out, &mut |_, _| ())
+    }
+
+    fn shown(&self) -> &Path {
+        &self.shown
+    }
+}
+
+impl RecordSource {
+    /// The selection of every value.
+    fn all_records(&self) -> Vec<Stride> {
+        self.desc.dims.iter().map(|&d| Stride::all(d)).collect()
+    }
+
+    /// The values `sel` picks into `out` (exactly their bytes, checked by the caller),
+    /// in C order, native byte order: the runs of each record selected, gathered.
+    fn read_records(&self, sel: &[Stride], out: &mut [u8]) -> Result<()> {
+        let w = self.desc.dtype.elbyte;
+        let want = selection::bytes_of(sel, w);
+        selection::fit(out, want).at(&self.shown)?;
         let Some((records, inner)) = sel.split_first() else {
             return Ok(());
         };
@@ -339,21 +431,8 @@ impl Source for RecordSource {
             path: &self.path,
             kept: &self.kept,
         };
-        if inner.iter().filter(|s| s.count > 1).count() == 0 {
-            // One value per record, or a single record: C order is column-major.
-            gather::read_into(&target, &reads, out, &GatherOptions::default())?;
-            crate::codec::swap_bytes(out, self.unit);
-            return Ok(());
-        }
-        let mut c = vec![0u8; out.len()];
-        gather::read_into(&target, &reads, &mut c, &GatherOptions::default())?;
-        crate::codec::swap_bytes(&mut c, self.unit);
-        let counts: Vec<u64> = sel.iter().map(|s| s.count).collect();
-        let shape = crate::view::shape_usize(&counts)?;
-        transpose_c_to_f(&c, &shape, w as usize, out, &mut |_, _| ())
-    }
-
-    fn shown(&self) -> &Path {
-        &self.shown
+        gather::read_into(&target, &reads, out, &GatherOptions::default())?;
+        crate::codec::swap_bytes(out, self.unit);
+        Ok(())
     }
 }
