@@ -228,14 +228,18 @@ fn dim_names(nc: &NcFile, v: &Variable) -> Vec<String> {
 /// `ra info` of the file `nc` (named `shown`): its version, records and attributes.
 pub fn file_line(shown: &Path, nc: &NcFile) -> String {
     let streaming = if nc.streaming { " (streaming)" } else { "" };
+    let n = |k: u64, what: &str| match k {
+        1 => format!("1 {what}"),
+        k => format!("{k} {what}s"),
+    };
     format!(
-        "{}: netcdf3 {} {} variables, {} records{streaming} of {} bytes, {} attributes",
+        "{}: netcdf3 {} {}, {}{streaming} of {} bytes, {}",
         shown.display(),
         nc.version.name(),
-        nc.vars.len(),
-        nc.numrecs,
+        n(nc.vars.len() as u64, "variable"),
+        n(nc.numrecs, "record"),
         nc.recsize,
-        nc.attrs.len()
+        n(nc.attrs.len() as u64, "attribute")
     )
 }
 
