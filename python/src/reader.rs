@@ -63,7 +63,7 @@ pub struct ReaderCore {
 }
 
 enum Reader {
-    Ra(DataReader),
+    Ra(Box<DataReader>),
     Engine(Box<dyn Source>),
 }
 
@@ -72,7 +72,7 @@ impl Reader {
     /// names a member of) are another format the engine reads, its source.
     fn open(path: &Path) -> rastore::Result<Reader> {
         match DataReader::open(path) {
-            Ok(r) => Ok(Reader::Ra(r)),
+            Ok(r) => Ok(Reader::Ra(Box::new(r))),
             Err(e) => {
                 let (file, _) = rastore::convert::member_path(path);
                 if !(file.is_file() && Format::of(&file).is_ok_and(|f| f != Format::Ra)) {
