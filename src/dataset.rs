@@ -170,6 +170,19 @@ pub fn attributes(folder: &Path) -> Result<Option<Yaml>> {
     attributes_in(&text).map_err(|e| e.at(&path))
 }
 
+/// The text of the folder's `dataset.yaml` when it names its attributes' types
+/// (`attribute_types`, as a NetCDF file's converted are), which a copy keeps whole.
+pub fn typed_attributes(folder: &Path) -> Result<Option<String>> {
+    let path = folder.join(ATTRIBUTES);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read(&path).map_err(io_at("read", &path))?;
+    let typed = crate::ndl::parse_trailer(&text)
+        .is_some_and(|doc| doc[crate::formats::cdm::TYPES_KEY].as_hash().is_some());
+    Ok(typed.then(|| String::from_utf8_lossy(&text).into_owned()))
+}
+
 /// Largest `dataset.yaml` read (as an NDL trailer).
 pub const MAX_ATTRIBUTES: u64 = 1 << 20;
 

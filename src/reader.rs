@@ -17,11 +17,11 @@ use crate::selection::{self, Run, Stride};
 /// times bandwidth: 15 µs at 1.5 GB/s on the disk of docs/PERFORMANCE.md); merging
 /// across 64 KiB, what it cost with 8 in flight, read sorted batches of 16 KiB
 /// samples 10% slower.
-const SELECTION_GAP: u64 = 16 << 10;
+pub(crate) const SELECTION_GAP: u64 = 16 << 10;
 
 /// The longest read of a selection: longer runs are cut into reads of this many bytes
 /// (the scan's slab), several in flight.
-const SELECTION_READ: u64 = 8 << 20;
+pub(crate) const SELECTION_READ: u64 = 8 << 20;
 
 /// A file opened to be read into memory that the caller allocates (a NumPy array, a
 /// pinned buffer): [`header`](Self::header) and [`metadata`](Self::metadata) come

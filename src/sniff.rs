@@ -20,7 +20,8 @@ pub enum Support {
 }
 
 /// What rastore reads, for messages that refuse something else.
-pub const READS: &str = ".ra, .npy, .npz, PNG, NIfTI, TIFF, safetensors, Zarr and dataset folders";
+pub const READS: &str =
+    ".ra, .npy, .npz, PNG, NIfTI, TIFF, safetensors, NetCDF-3, Zarr and dataset folders";
 
 /// What [`what`] calls a safetensors file (which has no magic number: a length, then
 /// its JSON header).
@@ -44,8 +45,9 @@ const MAGICS: &[(&[u8], &str, Support)] = &[
     (b"\x1c\x02\0\0", "a NIfTI-2 image", Support::Read),
     (b"\0\0\x02\x1c", "a big-endian NIfTI-2 image", Support::Read),
     (b"\x89HDF\r\n\x1a\n", "an HDF5 file", Support::NotYet),
-    (b"CDF\x01", "a netCDF classic file", Support::NotYet),
-    (b"CDF\x02", "a netCDF 64-bit offset file", Support::NotYet),
+    (b"CDF\x01", "a NetCDF-3 classic file", Support::Read),
+    (b"CDF\x02", "a NetCDF-3 64-bit offset file", Support::Read),
+    (b"CDF\x05", "a NetCDF-3 64-bit data file", Support::Read),
     (b"II*\0", "a TIFF image", Support::Read),
     (b"MM\0*", "a TIFF image", Support::Read),
     (b"II+\0", "a BigTIFF image", Support::Read),

@@ -389,7 +389,8 @@ def write(
 
 
 def info(path, *, storage_options=None):
-    """What ``ra info --json`` says of ``path`` (a ``.ra``, a ``.npy``, a NIfTI image, or an
+    """What ``ra info --json`` says of ``path`` (a ``.ra``, a ``.npy``, a NIfTI image, a
+    tensor or variable inside a file, ``m.safetensors/NAME`` or ``x.nc/NAME``, or an
     ``s3://`` object), as a dict."""
     path = _location(path)
     if _is_remote(path):
@@ -439,13 +440,39 @@ def _folder_attributes(folder):
 
 
 def _attributes_in(text, path):
-    """The attributes of the ``dataset.yaml`` document ``text`` (read from ``path``)."""
+    """The attributes of the ``dataset.yaml`` document ``text`` (read from ``path``),
+    with the types its ``attribute_types`` names."""
     doc = _rastore.ndl_document(text)
     attrs = None if doc is None else doc.get("attributes", {})
     if not isinstance(attrs, dict):
         raise Error(f"{path}: not an NDL document (YAML starting ---) with a mapping of "
                     "attributes")
-    return attrs
+    return _typed(attrs, doc.get("attribute_types"))
+
+
+def _typed(attrs, types):
+    """``attrs`` with the NumPy type ``types`` (NDL's ``attribute_types``: a mapping of
+    names to ``float32``, ``int16``, ...) names for each: one number a NumPy scalar,
+    a list an array, as netCDF4-python and xarray give a netCDF file's attributes (a
+    ``float32`` ``scale_factor`` decodes to ``float32``). A value the type does not
+    hold is left as it is."""
+    if not isinstance(types, dict) or not types:
+        return attrs
+    out = dict(attrs)
+    for name, kind in types.items():
+        if name not in out or not isinstance(kind, str):
+            continue
+        try:
+            dtype = np.dtype(kind)
+            value = out[name]
+            if dtype.kind in "iu":
+                # Integers past int64 are kept as their decimal text.
+                value = [int(v) for v in value] if isinstance(value, list) else int(value)
+            typed = np.asarray(value, dtype=dtype)
+        except (TypeError, ValueError, OverflowError):
+            continue
+        out[name] = typed[()] if typed.ndim == 0 else typed
+    return out
 
 
 def references(path, chunks=None, *, url=None, storage_options=None):

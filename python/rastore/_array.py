@@ -28,7 +28,16 @@ class _Local:
         self.gathers = True
         # Mapping checks the header (a .npy's, and that its data is all there): what
         # it refuses, the reader would refuse too, so its error is the file's.
-        mapped = MappedFile(path)
+        try:
+            mapped = MappedFile(path)
+        except Error as refused:
+            # Not one run of bytes in its file (a NetCDF record variable interleaved
+            # with the others): its format's reader gathers it, or the refusal stands.
+            try:
+                self._reader()
+            except Error:
+                raise refused from None
+            return
         try:
             # Making the array checks that the data can be used in place. The array
             # is kept: every batch found in the page cache is indexed from it.

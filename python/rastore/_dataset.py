@@ -35,7 +35,7 @@ from xarray.core import indexing
 from . import (Error, _attributes_in, _folder_attributes, _is_remote, _rastore, _raw_type,
                _settings)
 from ._array import Array
-from ._xarray import RastoreBackendArray, _plain, labels
+from ._xarray import RastoreBackendArray, _attributes, labels
 
 from . import _DATASET_ATTRIBUTES as ATTRIBUTES
 
@@ -214,7 +214,11 @@ def _named(ds, where):
 
 
 def _attributes_doc(attrs):
-    return bytes(_rastore.ndl_text({"attributes": _plain(dict(attrs))}))
+    values, types = _attributes(dict(attrs))
+    doc = {"attributes": values}
+    if types:
+        doc["attribute_types"] = types
+    return bytes(_rastore.ndl_text(doc))
 
 
 def _write_node(ds, folder, shown, delayed, options):

@@ -15,7 +15,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from . import Error, _rastore, _raw_type
+from . import Error, _rastore, _raw_type, _typed
 from ._array import Array
 
 def _plain(v):
@@ -31,6 +31,22 @@ def _plain(v):
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     raise Error(f"the attribute value {v!r} ({type(v).__name__}) has no NDL form")
+
+
+def _attributes(attrs):
+    """``attrs`` as NDL holds them, and the NumPy type of each that is a NumPy number
+    or array of numbers (``attribute_types``: a ``float32`` ``scale_factor`` stays
+    ``float32``, as netCDF keeps it); a ``uint64`` past ``int64`` as its decimal text."""
+    values, types = {}, {}
+    for k, v in attrs.items():
+        k = str(k)
+        if isinstance(v, (np.generic, np.ndarray)) and v.dtype.kind in "iuf":
+            types[k] = v.dtype.name
+            if v.dtype.kind == "u" and v.dtype.itemsize == 8:
+                big = np.iinfo(np.int64).max
+                v = np.vectorize(lambda x: str(x) if x > big else int(x), otypes=[object])(v)
+        values[k] = _plain(v)
+    return values, types
 
 
 def _coord_values(values):
@@ -62,7 +78,10 @@ def trailer(da):
     extra = {"dimcoords": dimcoords}
     if da.name is not None:
         extra["name"] = str(da.name)
-    text = _rastore.ndl_trailer(eltype, elbyte, dims, descr, _plain(dict(da.attrs)), extra)
+    attrs, types = _attributes(dict(da.attrs))
+    if types:
+        extra["attribute_types"] = types
+    text = _rastore.ndl_trailer(eltype, elbyte, dims, descr, attrs, extra)
     if len(text) > _rastore.MAX_TRAILER_YAML:
         raise Error(
             f"the labels of {da.name or 'the DataArray'} take {len(text)} bytes of NDL, over the "
@@ -95,6 +114,7 @@ def labels(metadata, shape, variable=None):
     attrs = entity.get("attributes") or {}
     if not isinstance(attrs, dict):
         attrs = {}
+    attrs = _typed(attrs, entity.get("attribute_types"))
     dims = list(_rastore.unlabeled_dims(len(shape), variable))
     coords = {}
     entries = entity.get("dimcoords")

@@ -43,6 +43,9 @@ class _ArrayNode:
         self.offset = layout["data_offset"]
         self.data_bytes = layout["data_bytes"]
         self.chunk_bytes = layout["chunk_bytes"]
+        # Where one chunk starts after the one before: the chunk's size, but for the
+        # records of a NetCDF record variable interleaved with others'.
+        self.chunk_stride = layout["chunk_stride"]
         self.count = layout["count"]
         self._source = None
 
@@ -88,7 +91,8 @@ class _ArrayNode:
         return {".zarray": self.zarray, ".zattrs": self.zattrs}
 
     def _bytes(self, start, stop):
-        """Bytes ``start:stop`` of the data: a view of the mapping, or a ranged GET."""
+        """Bytes ``start:stop`` after the data's offset: a view of the mapping, or a
+        ranged GET."""
         if _is_remote(self.location):
             if self._source is None:
                 self._source = _rastore.RemoteFileCore(self.location, _settings(self.storage_options))
@@ -100,12 +104,13 @@ class _ArrayNode:
 
     def chunk(self, i):
         start = i * self.chunk_bytes
-        stop = min(start + self.chunk_bytes, self.data_bytes)
-        data = self._bytes(start, stop)
-        if stop - start < self.chunk_bytes:
+        n = min(self.chunk_bytes, self.data_bytes - start)
+        at = i * self.chunk_stride
+        data = self._bytes(at, at + n)
+        if n < self.chunk_bytes:
             # A short last chunk, padded with the fill value (zeros) in memory.
             padded = np.zeros(self.chunk_bytes, dtype="u1")
-            padded[:stop - start] = data
+            padded[:n] = data
             data = padded
         return data
 
@@ -197,8 +202,11 @@ class ZarrStore(Store):
         if self._nodes is not None:
             return self._nodes
         docs, arrays = {}, {}
+        group = None if _is_remote(self.location) else _rastore.file_group(self.location)
         if not _is_remote(self.location) and os.path.isdir(self.location):
             self._folder(self.location, "", docs, arrays)
+        elif group is not None:
+            self._file_group(*group, docs, arrays)
         else:
             array = _ArrayNode(self.location, self.chunks, self.storage_options)
             prefix = f"{array.name}/" if self.group else ""
@@ -208,12 +216,26 @@ class ZarrStore(Store):
             if self.group:
                 group = _group_docs(self.zarr_format, [(array.name, mine)])
                 docs.update(group)
-        if self.zarr_format == 2 and (self.group or os.path.isdir(self.location)):
+        if self.zarr_format == 2 and (self.group or os.path.isdir(self.location)
+                                      or group is not None):
             docs[".zmetadata"] = {"zarr_consolidated_format": 1, "metadata": dict(docs)}
         # Longest prefix first, so that a key's array is the first that prefixes it.
         arrays = dict(sorted(arrays.items(), key=lambda item: -len(item[0])))
         self._nodes = (docs, arrays)
         return self._nodes
+
+    def _file_group(self, names, attributes, docs, arrays):
+        """Adds the arrays of a file of named arrays (a NetCDF file's variables, each
+        ``FILE/NAME``) as the root group's, its attributes the group's."""
+        members = []
+        for name in names:
+            array = _ArrayNode(f"{self.location}/{name}", self.chunks, self.storage_options,
+                               variable=True)
+            arrays[f"{name}/"] = array
+            mine = array.docs(self.zarr_format)
+            docs.update({f"{name}/{k}": v for k, v in mine.items()})
+            members.append((name, mine))
+        docs.update(_group_docs(self.zarr_format, members, json.loads(attributes)))
 
     def _folder(self, folder, prefix, docs, arrays):
         """Adds the group at ``folder`` and everything below it; returns its members'

@@ -54,13 +54,18 @@ fn read<'py>(
         let npy = py.detach(|| NpySource::open(&path)).map_err(to_py)?;
         return read_npy(py, npy, allocate);
     }
-    // What the file is, told once: a safetensors tensor, a NIfTI image or a TIFF go
-    // through their engine sources, anything else to the RawArray reader.
+    // What the file is, told once: a safetensors tensor, a NIfTI image, a TIFF or a
+    // NetCDF variable go through their engine sources, anything else to the RawArray
+    // reader.
     let (file, member) = rastore::convert::member_path(&path);
     match (Format::of(&file).ok(), member) {
         (Some(Format::Safetensors), member) => {
             let tensor = py.detach(|| tensor_of(&file, member)).map_err(to_py)?;
             return read_npy(py, tensor, allocate);
+        }
+        (Some(Format::NetCdf3), member) => {
+            let variable = py.detach(|| variable_of(&file, member)).map_err(to_py)?;
+            return read_variable(py, variable, allocate);
         }
         (Some(Format::Nifti | Format::Tiff), None) => return read_source(py, &path, allocate),
         _ => {}
@@ -100,6 +105,40 @@ fn tensor_of(file: &Path, member: Option<String>) -> rastore::Result<NpySource> 
         Some(name) => engine::open_tensor(file, &name),
         None => engine::open(file),
     }
+}
+
+/// The variable `member` of the NetCDF `file`, or its one variable.
+fn variable_of(
+    file: &Path,
+    member: Option<String>,
+) -> rastore::Result<rastore::formats::netcdf3::engine::VariableSource> {
+    use rastore::formats::netcdf3::engine;
+    match member {
+        Some(name) => engine::open_variable(file, &name),
+        None => engine::open(file),
+    }
+}
+
+/// `read` of a NetCDF variable: its values in C order as the file stores them (its
+/// records gathered), native byte order, into a C-order array.
+fn read_variable<'py>(
+    py: Python<'py>,
+    variable: rastore::formats::netcdf3::engine::VariableSource,
+    allocate: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let desc = variable.desc().clone();
+    let trailer = PyBytes::new(py, &desc.trailer);
+    let fortran = !variable.c_order();
+    let args = (
+        desc.dtype.eltype,
+        desc.dtype.elbyte,
+        desc.dims,
+        trailer,
+        fortran,
+    );
+    filled(py, &allocate, args.into_pyobject(py)?, |buf| {
+        variable.read_stored_into(buf)
+    })
 }
 
 /// `read` of a `.npy` (or an array stored as one): its data as stored (C or Fortran
@@ -167,6 +206,7 @@ fn format_of_name(path: PathBuf) -> Option<&'static str> {
         Format::Zarr => "zarr",
         Format::Safetensors => "safetensors",
         Format::Nifti => "nifti",
+        Format::NetCdf3 => "nc",
         Format::Ra => "ra",
     })
 }
@@ -337,8 +377,8 @@ fn check_output(path: PathBuf) -> PyResult<()> {
 }
 
 /// `ra info --json` of a `.ra` or `.npy` file, told apart by its first bytes (a bad
-/// `.npy`, a truncated one say, is refused as a `.npy`), of a NIfTI image, or of a
-/// safetensors tensor.
+/// `.npy`, a truncated one say, is refused as a `.npy`), of a NIfTI image, of a
+/// safetensors tensor, or of a NetCDF variable.
 #[pyfunction]
 fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(|| {
@@ -346,6 +386,16 @@ fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
             rastore::info::npy_header(&path).and_then(|nh| rastore::info::npy_json(&path, &nh))
         } else if Format::of(&path).ok() == Some(Format::Nifti) {
             rastore::info::nifti_json(&path)
+        } else if Format::of(&rastore::convert::member_path(&path).0).ok() == Some(Format::NetCdf3)
+        {
+            // A variable of a NetCDF file (`x.nc/NAME`), or its only one.
+            use rastore::formats::netcdf3::engine;
+            match engine::variables_named(&path)? {
+                (nc, named) if named.len() == 1 => {
+                    Ok(engine::info_json(&named[0].0, &nc, &named[0].1))
+                }
+                _ => engine::open(&path).map(|_| String::new()),
+            }
         } else if rastore::convert::placeable(&path) {
             // One tensor of a safetensors file (`m.safetensors/NAME`), or its only one.
             use rastore::formats::safetensors::engine;

@@ -14,6 +14,7 @@ use crate::errors::to_py;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(zarr_in_place, m)?)?;
     m.add_function(wrap_pyfunction!(references_json, m)?)?;
+    m.add_function(wrap_pyfunction!(file_group, m)?)?;
     Ok(())
 }
 
@@ -54,6 +55,7 @@ fn zarr_in_place(
             "data_offset": v.data_offset,
             "data_bytes": v.data_bytes,
             "chunk_bytes": v.chunk_bytes,
+            "chunk_stride": v.chunk_stride,
             "count": v.count,
             "name": refs::array_name(&location),
         })
@@ -75,5 +77,21 @@ fn references_json(
         let r =
             refs::references(&location, chunks.as_deref(), url.as_deref(), &o).map_err(to_py)?;
         Ok(r.to_string())
+    })
+}
+
+/// A local file that is a group of named arrays in Zarr (a NetCDF file): its arrays'
+/// names and its attributes (JSON, a Zarr group's); `None` for any other file.
+#[pyfunction]
+fn file_group(py: Python<'_>, location: PathBuf) -> PyResult<Option<(Vec<String>, String)>> {
+    use rastore::convert::Format;
+    py.detach(|| {
+        if !location.is_file() || Format::of(&location).ok() != Some(Format::NetCdf3) {
+            return Ok(None);
+        }
+        let ds = rastore::formats::netcdf3::engine::dataset(&location).map_err(to_py)?;
+        let names = ds.variables.iter().map(|v| v.name.clone()).collect();
+        let attrs = serde_json::Value::Object(ds.attributes_json()).to_string();
+        Ok(Some((names, attrs)))
     })
 }

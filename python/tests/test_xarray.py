@@ -31,7 +31,11 @@ def test_labels_round_trip_through_the_trailer(tmp_path):
     np.testing.assert_array_equal(rastore.open(tmp_path / "t.ra"), a.values)
     b = xr.open_dataarray(tmp_path / "t.ra", engine="rastore")
     assert b.name == "temperature" and b.dims == ("x", "y", "time")
-    assert b.attrs == {"units": "K", "scale": 0.5, "levels": [1, 2, 3], "ok": True}
+    assert list(b.attrs) == ["units", "scale", "levels", "ok"]
+    assert b.attrs["units"] == "K" and b.attrs["ok"] is True
+    # NumPy numbers keep their types (the trailer's attribute_types), as netCDF's do.
+    assert type(b.attrs["scale"]) is np.float64 and b.attrs["scale"] == 0.5
+    assert b.attrs["levels"].dtype == np.int64 and b.attrs["levels"].tolist() == [1, 2, 3]
     assert b.coords["x"].attrs == {"units": "m"}
     xr.testing.assert_identical(b.drop_attrs(), a.drop_attrs())
     np.testing.assert_array_equal(b.coords["time"].values, a.coords["time"].values)

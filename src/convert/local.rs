@@ -38,15 +38,7 @@ pub(crate) fn open_local(
     options: &ConvertOptions,
 ) -> Result<Box<dyn Source>> {
     if let (file, Some(name)) = super::member_path(path) {
-        return match Format::of(&file)? {
-            Format::Safetensors => Ok(Box::new(crate::formats::safetensors::engine::open_tensor(
-                &file, &name,
-            )?)),
-            f => Err(Error::from(ErrorKind::Unsupported(format!(
-                "a member ({name:?}) of a {f:?} file: it holds one array"
-            )))
-            .at(&file)),
-        };
+        return open_inside(&file, &name);
     }
     Ok(match Format::of(path)? {
         Format::Safetensors => Box::new(crate::formats::safetensors::engine::open(path)?),
@@ -56,6 +48,7 @@ pub(crate) fn open_local(
         Format::Tiff => crate::formats::tiff::engine::open(path)?,
         Format::Zarr => open_zarr(path, options)?,
         Format::Nifti => crate::formats::nifti::engine::open(path)?,
+        Format::NetCdf3 => Box::new(crate::formats::netcdf3::engine::open(path)?),
         Format::Npz => {
             let members = crate::formats::npz::engine::members(path)?;
             match members.as_slice() {
@@ -66,6 +59,23 @@ pub(crate) fn open_local(
             }
         }
     })
+}
+
+/// The array named `name` inside the local `file`, a file of named arrays: a tensor of
+/// a safetensors file, a variable of a NetCDF file. Files of one array are refused.
+pub(crate) fn open_inside(file: &Path, name: &str) -> Result<Box<dyn Source>> {
+    match Format::of(file)? {
+        Format::Safetensors => Ok(Box::new(crate::formats::safetensors::engine::open_tensor(
+            file, name,
+        )?)),
+        Format::NetCdf3 => Ok(Box::new(crate::formats::netcdf3::engine::open_variable(
+            file, name,
+        )?)),
+        f => Err(Error::from(ErrorKind::Unsupported(format!(
+            "a member ({name:?}) of a {f:?} file: it holds one array"
+        )))
+        .at(file)),
+    }
 }
 
 /// Refuses to take one array from an archive of `members`, saying what to do.

@@ -20,6 +20,7 @@
 //! | `.npz` | each member ([`npz`](crate::formats::npz)) | of a dataset's arrays, stored |
 //! | PNG | decoded ([`png`](crate::formats::png)) | 8/16-bit, or scaled to gray |
 //! | safetensors | each tensor, C order ([`safetensors`](crate::formats::safetensors)); a file a dataset | a dataset's arrays, or one, C order |
+//! | NetCDF-3 (CDF-1, 2, 5) | each variable, C order, big-endian; records gathered ([`netcdf3`](crate::formats::netcdf3)); a file a dataset | no |
 //! | NIfTI-1 and 2 | `.nii` and pairs in place, either byte order; `.nii.gz` inflated as read ([`nifti`](crate::formats::nifti)) | `.nii`, `.nii.gz` |
 //! | Zarr v2 and v3, local or `s3://` | `formats::zarr` (feature `zarr`); a group's arrays | v3: a group of one array, or bare; a dataset's group |
 //! | dataset folders (FORMAT.md §10) | each variable | one `NAME.ra` per array of a tree |
@@ -62,7 +63,7 @@ use crate::error::Result;
 pub use file::write_box;
 pub use open::{create, open};
 pub use options::{array_name, is_zarr, ConvertOptions, Format};
-pub use placed::{member_path, placeable, placed, Placed};
+pub use placed::{member_path, members, placeable, placed, Placed};
 pub use plan::copy;
 pub use route::{convert, write_array};
 pub use select::{select, Pick};

@@ -30,6 +30,10 @@ pub enum Format {
     Safetensors,
     /// NIfTI-1 or NIfTI-2: `.nii`, `.nii.gz`, a `.hdr`/`.img` pair.
     Nifti,
+    /// NetCDF-3 classic (CDF-1, CDF-2, CDF-5), `.nc`: named variables (a dataset), or
+    /// one of them as `x.nc/NAME`. An input only. (An `.nc` that is NetCDF-4 is HDF5,
+    /// told by its contents.)
+    NetCdf3,
 }
 
 impl Format {
@@ -57,7 +61,11 @@ impl Format {
         if head.starts_with(b"\x1f\x8b") && crate::formats::nifti::gzipped(path) {
             return Ok(Format::Nifti);
         }
-        Self::by_extension(path).ok_or_else(|| {
+        // An `.nc` is NetCDF-3 by its contents only (`CDF`, its version for the reader
+        // to judge): NetCDF-4 is HDF5, said as what it is.
+        let ext = Self::by_extension(path)
+            .filter(|f| *f != Format::NetCdf3 || head[..n].starts_with(b"CDF"));
+        ext.ok_or_else(|| {
             let mut magic = [0u8; 8];
             magic.copy_from_slice(&head[..8]);
             Error::from(ErrorKind::NotRawArray {
@@ -88,21 +96,30 @@ impl Format {
             Some(Format::Safetensors)
         } else if crate::formats::nifti::looks_like(head) {
             Some(Format::Nifti)
+        } else if crate::formats::netcdf3::looks_like(head) {
+            Some(Format::NetCdf3)
         } else {
             None
         }
     }
 
-    /// The format of an output `path` by its name (an `.npz` is never one).
+    /// The format of an output `path` by its name (an `.npz` is never one, nor an
+    /// `.nc`).
     pub fn of_output(path: &Path) -> Result<Format> {
         match Self::by_extension(path) {
             Some(Format::Npz) | None => Err(Error::from(ErrorKind::UnknownOutput).at(path)),
+            Some(Format::NetCdf3) => Err(Error::from(ErrorKind::Unsupported(
+                "writing NetCDF: convert into a dataset folder, and xarray's to_netcdf \
+                 writes it (xr.open_dataset(folder, engine=\"rastore\").to_netcdf(...))"
+                    .into(),
+            ))
+            .at(path)),
             Some(f) => Ok(f),
         }
     }
 
     /// The format `path`'s extension names (`.ra`, `.npy`, `.png`, `.tif`, `.tiff`, `.npz`,
-    /// `.zarr`, `.safetensors`, `.nii`, `.nii.gz`, `.hdr`, `.img`, in any case; a trailing
+    /// `.zarr`, `.safetensors`, `.nii`, `.nii.gz`, `.hdr`, `.img`, `.nc`, in any case; a trailing
     /// `/` ignored), if any.
     pub fn by_extension(path: &Path) -> Option<Format> {
         let name = path.to_str()?.trim_end_matches(['/', '\\']);
@@ -116,6 +133,7 @@ impl Format {
             "zarr" => Some(Format::Zarr),
             "safetensors" => Some(Format::Safetensors),
             "nii" | "hdr" | "img" => Some(Format::Nifti),
+            "nc" => Some(Format::NetCdf3),
             "gz" if crate::formats::nifti::gz_named(Path::new(name)) => Some(Format::Nifti),
             _ => None,
         }

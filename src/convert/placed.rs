@@ -9,7 +9,7 @@
 //! are not one raw run (compressed, chunked, scattered).
 //!
 //! A path may go on past its file to name one member of it, as `h5ls` names a
-//! dataset: `m.safetensors/NAME` ([`member_path`]).
+//! dataset: `m.safetensors/NAME`, `x.nc/VAR` ([`member_path`]).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -52,6 +52,25 @@ pub fn member_path(path: &Path) -> (PathBuf, Option<String>) {
     (path.to_path_buf(), None)
 }
 
+/// The names of the arrays inside the local file `path`, when it is a file of named
+/// arrays (a safetensors file's tensors, a NetCDF file's variables), each named
+/// `path/NAME` ([`member_path`]); `None` for any other file.
+pub fn members(path: &Path) -> Option<Result<Vec<String>>> {
+    if !path.is_file() {
+        return None;
+    }
+    match Format::of(path).ok()? {
+        Format::Safetensors => {
+            Some(crate::formats::safetensors::engine::dataset(path).map(|(names, _)| names))
+        }
+        Format::NetCdf3 => Some(
+            crate::formats::netcdf3::engine::file(path)
+                .map(|(_, nc)| nc.vars.into_iter().map(|v| v.name).collect()),
+        ),
+        _ => None,
+    }
+}
+
 /// Whether `path` names an array of a format that may lie raw in its file, or a
 /// member of a file: what [`placed`] answers for (anything else is mapped as a `.ra`,
 /// or refused as what it is).
@@ -60,7 +79,7 @@ pub fn placeable(path: &Path) -> bool {
     member.is_some()
         || matches!(
             Format::of(&file),
-            Ok(Format::Npy | Format::Safetensors | Format::Nifti | Format::Tiff)
+            Ok(Format::Npy | Format::Safetensors | Format::Nifti | Format::Tiff | Format::NetCdf3)
         )
 }
 
@@ -86,6 +105,19 @@ pub fn placed(path: &Path) -> Result<Placed> {
                 "a safetensors file holds named tensors: name one, as {}/NAME (it holds {})",
                 file.display(),
                 names.join(", ")
+            )))
+            .at(&file));
+        }
+        (Format::NetCdf3, Some(name)) => {
+            let layout = crate::formats::netcdf3::engine::placed(&file, &name)?;
+            (file, layout)
+        }
+        (Format::NetCdf3, None) => {
+            let (_, nc) = crate::formats::netcdf3::engine::file(&file)?;
+            return Err(Error::from(ErrorKind::InvalidArgument(format!(
+                "a NetCDF file holds named variables: name one, as {}/NAME (it holds {})",
+                file.display(),
+                nc.names().join(", ")
             )))
             .at(&file));
         }

@@ -11,8 +11,11 @@ use serde_json::Value;
 
 pub use super::options::array_name;
 use super::options::{ConvertOptions, Format};
+use super::Source;
 use crate::error::{io_at, ErrorKind, Result};
-use crate::formats::zarr::{in_place, in_place_npy, InPlace, RaStorage, ReadRange};
+use crate::formats::zarr::{
+    in_place, in_place_npy, in_place_placed, InPlace, RaStorage, ReadRange,
+};
 use crate::header::Header;
 use crate::sniff::is_npy;
 
@@ -73,7 +76,24 @@ fn opened(
     let npy = crate::sys::read_exact_at(&file, &mut head, 0).is_ok() && is_npy(&head);
     // Another format whose array lies raw: a NIfTI volume, a member of an archive.
     let raw = member.is_some() || (!npy && Format::of(&path).is_ok_and(|f| f != Format::Ra));
-    let view = if npy || raw {
+    let netcdf = member.is_some() && Format::of(&path).ok() == Some(Format::NetCdf3);
+    let view = if let (true, Some(name)) = (netcdf, &member) {
+        // A NetCDF variable, with its attributes and dimension names; the records of
+        // one interleaved with others' are a chunk each, where each lies.
+        let (nh, records) = crate::formats::netcdf3::engine::in_place(&path, name)?;
+        let source = crate::formats::netcdf3::engine::open_variable(&path, name)?;
+        let trailer = source.desc().trailer.clone();
+        let asked = frames(&nh.shape, 0)?;
+        if records.is_some() && asked.is_some_and(|k| k != 1) {
+            return Err(crate::Error::from(ErrorKind::InvalidArgument(format!(
+                "chunks {:?} of the record variable {name:?}: its records lie apart, \
+                 interleaved with other variables', so each chunk is one record",
+                chunks.unwrap_or_default()
+            )))
+            .at(input));
+        }
+        in_place_placed(&nh, &trailer, asked, records, input)?
+    } else if npy || raw {
         let nh = super::placed(input)?.layout;
         let axis = match nh.fortran_order || nh.shape.len() < 2 {
             true => nh.shape.len().saturating_sub(1),
@@ -160,6 +180,9 @@ pub fn references(
     url: Option<&str>,
     options: &ConvertOptions,
 ) -> Result<Value> {
+    if let Some(names) = super::members(input).filter(|_| is_netcdf(input)) {
+        return file_references(input, &names?, chunks, url, options);
+    }
     let (view, read) = opened(input, chunks, options, None)?;
     let own = match input.to_str() {
         Some(s) if s.starts_with("s3://") => s.to_string(),
@@ -172,6 +195,46 @@ pub fn references(
     let name = array_name(input);
     view.references(url.unwrap_or(&own), &name, read)
         .map_err(|e| e.at(input))
+}
+
+/// Whether `path` is a local NetCDF file.
+fn is_netcdf(path: &Path) -> bool {
+    Format::of(path).ok() == Some(Format::NetCdf3)
+}
+
+/// kerchunk v1 references to every variable (`names`) of the NetCDF file `input`, as
+/// kerchunk's NetCDF-3 reader makes them: a Zarr v2 group of the variables, the file's
+/// attributes its own, each variable's chunks ranges of the file (a record variable
+/// interleaved with others', one chunk per record).
+fn file_references(
+    input: &Path,
+    names: &[String],
+    chunks: Option<&[u64]>,
+    url: Option<&str>,
+    options: &ConvertOptions,
+) -> Result<Value> {
+    let own = std::path::absolute(input)
+        .map_err(io_at("resolve", input))?
+        .to_string_lossy()
+        .into_owned();
+    let mut all = serde_json::Map::new();
+    for name in names {
+        let (view, read) = opened(&input.join(name), chunks, options, None)?;
+        let refs = view
+            .references(url.unwrap_or(&own), name, read)
+            .map_err(|e| e.at(input))?;
+        if let Some(Value::Object(m)) = refs.get("refs") {
+            all.extend(m.clone());
+        }
+    }
+    let ds = crate::formats::netcdf3::engine::dataset(input)?;
+    let text = |v: Value| Value::String(v.to_string());
+    all.insert(
+        ".zgroup".into(),
+        text(serde_json::json!({"zarr_format": 2})),
+    );
+    all.insert(".zattrs".into(), text(Value::Object(ds.attributes_json())));
+    Ok(serde_json::json!({"version": 1, "refs": all}))
 }
 
 /// [`references`] written as JSON to the local file `output`, as every writer writes:

@@ -29,6 +29,10 @@ pub fn convert(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
+    // An output no writer makes (an `.nc`) is refused before the input is read.
+    if Format::by_extension(output) == Some(Format::NetCdf3) {
+        return Format::of_output(output).map(|_| Converted::default());
+    }
     // (A path past a file, naming an array in it, is opened below.)
     if url_of(input).is_none() && !input.is_dir() && Format::of(input).ok() == Some(Format::Npz) {
         return npz_to_folder(input, output, options, progress);

@@ -7,11 +7,13 @@
 //! what the input legitimately describes: its own length plus, once the header has been
 //! validated, the decoded size it declares.
 
+mod netcdf3;
 mod nifti;
 mod npz;
 mod safetensors;
 mod tiff;
 
+pub use netcdf3::netcdf3;
 pub use nifti::nifti;
 pub use npz::npz;
 pub use safetensors::safetensors;

@@ -108,7 +108,7 @@ fn outputs(data: &[u8], input: &Path, outs: &Path) {
 
 /// The C-order `bytes` of `shape` reordered column-major, one element at a time (Bools
 /// made 0 or 1, as NumPy's are read).
-fn column_major(bytes: &[u8], dtype: DType, shape: &[u64]) -> Vec<u8> {
+pub(super) fn column_major(bytes: &[u8], dtype: DType, shape: &[u64]) -> Vec<u8> {
     let w = dtype.elbyte as usize;
     let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
     let count = bytes.len() / w.max(1);

@@ -11,6 +11,7 @@ mod gather;
 mod hardening;
 mod interrupt;
 mod malformed;
+mod netcdf3;
 mod newcomer;
 mod newcomer2;
 mod newcomer3;

@@ -247,7 +247,7 @@ fn read_commands_take_npy_and_name_other_formats() {
         let e = fails(&args, 1);
         assert!(
             e.contains("it starts like a PNG image")
-                && e.contains("take .ra, .npy, NIfTI, TIFF and safetensors files"),
+                && e.contains("take .ra, .npy, NIfTI, TIFF, safetensors and NetCDF-3 files"),
             "ra {cmd}: {e}"
         );
     }

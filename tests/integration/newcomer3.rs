@@ -16,7 +16,8 @@ use crate::tool::{fails, ok, run, s};
 fn a_file_of_no_known_format_is_told_what_rastore_reads() {
     let d = tmp();
     let p = |n: &str| d.path().join(n);
-    let reads = ".ra, .npy, .npz, PNG, NIfTI, TIFF, safetensors, Zarr and dataset folders";
+    let reads =
+        ".ra, .npy, .npz, PNG, NIfTI, TIFF, safetensors, NetCDF-3, Zarr and dataset folders";
     let mut junk = vec![0x0d, 0x6d, 0xd7, 0xae, 0x65, 0xdc, 0xcb, 0x12];
     junk.extend([7u8; 92]);
     std::fs::write(p("junk.bin"), &junk).unwrap();

@@ -246,19 +246,17 @@ fn info_line(i: &rastore::info::FileInfo) -> String {
 }
 
 /// Runs `each` on every file, a folder standing for its dataset's variables (and its
-/// sub-groups') and a safetensors file for its tensors; failures are reported on
-/// stderr and the others go on; fails if any did.
+/// sub-groups') and a file of named arrays for them (a safetensors file's tensors, a
+/// NetCDF file's variables, each `FILE/NAME`); failures are reported on stderr and the
+/// others go on; fails if any did.
 fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcome {
     let mut bad = false;
     let mut all = Vec::new();
     for p in files {
         let prefix = remote::is_remote(p) && p.to_string_lossy().ends_with('/');
-        if p.is_file()
-            && rastore::convert::Format::of(p).ok() == Some(rastore::convert::Format::Safetensors)
-        {
-            // A safetensors file stands for its tensors, each `m.safetensors/NAME`.
-            match rastore::formats::safetensors::engine::dataset(p) {
-                Ok((names, _)) => all.extend(names.iter().map(|n| p.join(n))),
+        if let Some(found) = rastore::convert::members(p) {
+            match found {
+                Ok(names) => all.extend(names.iter().map(|n| p.join(n))),
                 Err(_) => all.push(p.clone()),
             }
             continue;
@@ -352,10 +350,34 @@ fn npy_info_line(path: &Path, json: bool) -> Result<String, Fail> {
     ))
 }
 
+/// Whether `path` is a NetCDF-3 file, or names a variable in one (`x.nc/NAME`).
+fn is_netcdf3(path: &Path) -> bool {
+    use rastore::convert::Format;
+    let (file, _) = rastore::convert::member_path(path);
+    !remote::is_remote(&file) && file.is_file() && Format::of(&file).ok() == Some(Format::NetCdf3)
+}
+
+/// `ra info` of a NetCDF file's variables, or of the one `x.nc/NAME` names: type,
+/// shape, dims (the record one said), bytes, where it lies.
+fn netcdf3_info_lines(path: &Path, json: bool) -> Result<Vec<String>, Fail> {
+    use rastore::formats::netcdf3::engine;
+    let (nc, named) = engine::variables_named(path)?;
+    Ok(named
+        .iter()
+        .map(|(p, v)| match json {
+            true => engine::info_json(p, &nc, v),
+            false => term::line(&engine::info_line(p, &nc, v)),
+        })
+        .collect())
+}
+
 /// `ra info` of a safetensors file's tensors, or of the one `m.safetensors/NAME`
 /// names: type, shape, bytes, where it lies.
 fn engine_info_lines(path: &Path, json: bool) -> Result<Vec<String>, Fail> {
     use rastore::formats::safetensors::engine;
+    if is_netcdf3(path) {
+        return netcdf3_info_lines(path, json);
+    }
     let lines = engine::tensors_named(path)?
         .into_iter()
         .map(|(p, t)| match json {
@@ -379,6 +401,23 @@ pub fn info(a: &InfoArgs) -> Outcome {
     let bad = attribute_files(&a.files, |f, attributes| {
         writeln!(out, "{}", attributes_line(f, attributes, a.json))
     })?;
+    // A NetCDF file's version, records and attributes, before its variables.
+    let mut bad = bad;
+    for f in a.files.iter().filter(|f| f.is_file() && is_netcdf3(f)) {
+        match rastore::formats::netcdf3::engine::file(f) {
+            Ok((_, nc)) => {
+                let line = match a.json {
+                    true => rastore::formats::netcdf3::engine::file_json(f, &nc),
+                    false => term::line(&rastore::formats::netcdf3::engine::file_line(f, &nc)),
+                };
+                writeln!(out, "{line}")?;
+            }
+            Err(e) => {
+                bad = true;
+                eprintln!("{}", term::line(&crate::message(&e)));
+            }
+        }
+    }
     let files = per_file(&a.files, |p| {
         if is_npy(p) {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
@@ -444,6 +483,8 @@ pub fn describe(a: &FileArg) -> Outcome {
         let i = Input::open(&a.file)?;
         let h = rastore::Header::new(i.dtype, &i.dims).map_err(|e| e.at(&a.file))?;
         rastore::ndl::describe(&name, &h, i.trailer().unwrap_or_default())
+    } else if is_netcdf3(&a.file) {
+        rastore::formats::netcdf3::engine::describe(&a.file)?
     } else if rastore::convert::placeable(&a.file) {
         rastore::formats::safetensors::engine::describe(&a.file)?
     } else {

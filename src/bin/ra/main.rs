@@ -119,7 +119,7 @@ pub fn message(e: &rastore::Error) -> String {
         ErrorKind::NotRawArray { found: Some(f), .. }
             if rastore::sniff::support(f) == rastore::sniff::Support::Read =>
         {
-            "; the read commands take .ra, .npy, NIfTI, TIFF and safetensors files, and `ra convert` \
+            "; the read commands take .ra, .npy, NIfTI, TIFF, safetensors and NetCDF-3 files, and `ra convert` \
              turns .png, .npz and Zarr arrays into .ra"
         }
         // No format rastore reads: the message lists those it does.

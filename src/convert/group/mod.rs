@@ -128,6 +128,8 @@ enum Member {
     Zarr(PathBuf),
     /// A tensor of a safetensors file, by name.
     Tensor(PathBuf, String),
+    /// An array inside a file of named arrays (a NetCDF variable), by name.
+    Inside(PathBuf, String),
 }
 
 /// A tree of arrays: each by its path in the tree (`a`, `sub/b`), and each group
@@ -137,6 +139,9 @@ pub(super) struct Tree {
     kind: &'static str,
     arrays: Vec<(String, Member)>,
     groups: BTreeMap<String, Map<String, Value>>,
+    /// The `dataset.yaml` of a group whose attributes have types JSON does not say (a
+    /// NetCDF file's), written as given into a folder; a Zarr group has `groups`'.
+    typed: BTreeMap<String, String>,
     /// The scratch copy of an object its arrays are read from (a safetensors file in
     /// object storage), removed with the tree.
     #[cfg(feature = "s3")]
@@ -150,6 +155,7 @@ impl Tree {
             kind,
             arrays: Vec::new(),
             groups: BTreeMap::from([(String::new(), attrs)]),
+            typed: BTreeMap::new(),
             #[cfg(feature = "s3")]
             held: None,
         }
@@ -172,8 +178,15 @@ impl Tree {
         if url_of(input) {
             return remote_tree(input, options);
         }
-        if input.is_file() && Format::of(input).ok() == Some(Format::Safetensors) {
-            return safetensors_tree(input).map(Some);
+        if input.is_file() {
+            match Format::of(input).ok() {
+                Some(Format::Safetensors) => return safetensors_tree(input).map(Some),
+                Some(Format::NetCdf3) => {
+                    let ds = crate::formats::netcdf3::engine::dataset(input)?;
+                    return cdm_tree("a NetCDF file", input, ds).map(Some);
+                }
+                _ => {}
+            }
         }
         if !input.is_dir() {
             return Ok(None);
@@ -269,7 +282,12 @@ impl Tree {
             }
             if !zarr && !attrs.is_empty() {
                 let path = top.join(g).join(crate::dataset::ATTRIBUTES);
-                std::fs::write(&path, attributes_doc(attrs)).map_err(io_at("write", output))?;
+                let doc = self
+                    .typed
+                    .get(g)
+                    .cloned()
+                    .unwrap_or_else(|| attributes_doc(attrs));
+                std::fs::write(&path, doc).map_err(io_at("write", output))?;
             }
         }
         let mut result = Converted::default();
@@ -589,6 +607,7 @@ fn open_member(
         Member::Tensor(file, tensor) => Ok(Box::new(
             crate::formats::safetensors::engine::open_tensor(file, tensor)?,
         )),
+        Member::Inside(file, name) => super::local::open_inside(file, name),
         Member::Zarr(p) => {
             let v = variable(name).to_string();
             let reading = match alone {
@@ -648,6 +667,29 @@ fn safetensors_tree(file: &Path) -> Result<Tree> {
     Ok(tree)
 }
 
+/// The tree of the file `file` (`kind`, for messages) whose arrays the netCDF data
+/// model `ds` describes: each variable by its name, read from the file by name; its
+/// global attributes the top group's, typed in `dataset.yaml`.
+fn cdm_tree(kind: &'static str, file: &Path, ds: crate::formats::cdm::Dataset) -> Result<Tree> {
+    let mut tree = Tree::new(kind, ds.attributes_json());
+    if !ds.attributes.is_empty() {
+        tree.typed.insert(String::new(), ds.attributes_doc());
+    }
+    for v in ds.variables {
+        let name = v.name;
+        if name.starts_with('.') || name.contains(['/', '\\', '\0']) {
+            return Err(Error::from(ErrorKind::Unsupported(format!(
+                "the variable {name:?} as a file in a folder (its name starts with `.` or \
+                 holds a slash): name it in place as FILE/NAME instead"
+            )))
+            .at(file));
+        }
+        let m = Member::Inside(file.to_path_buf(), name.clone());
+        tree.arrays.push((name, m));
+    }
+    Ok(tree)
+}
+
 /// Attributes as NDL holds them (a `dataset.yaml`'s), as JSON.
 fn attributes_map(attrs: Option<Yaml>) -> Map<String, Value> {
     attrs
@@ -665,6 +707,10 @@ fn dataset_tree(folder: &Path) -> Result<Tree> {
     }
     for (g, attrs) in tree.groups.iter_mut() {
         *attrs = attributes_map(crate::dataset::attributes(&folder.join(g))?);
+        // Attributes with their types (a NetCDF file's) go into a folder as they are.
+        if let Some(text) = crate::dataset::typed_attributes(&folder.join(g))? {
+            tree.typed.insert(g.clone(), text);
+        }
     }
     Ok(tree)
 }

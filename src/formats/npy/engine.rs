@@ -157,6 +157,13 @@ impl NpySource {
 }
 
 impl NpySource {
+    /// The same array described by `trailer`: another format's labels and attributes
+    /// (a netCDF variable's).
+    pub(crate) fn with_trailer(mut self, trailer: Vec<u8>) -> NpySource {
+        self.desc.trailer = trailer;
+        self
+    }
+
     /// Whether the data is stored in C order (an array of two or more axes).
     pub fn c_order(&self) -> bool {
         self.c_order

@@ -51,6 +51,9 @@ pub struct InPlace {
     pub data_bytes: u64,
     /// Bytes of one whole chunk.
     pub chunk_bytes: u64,
+    /// Bytes from the start of one chunk in the file to the next: `chunk_bytes`, but
+    /// for the records of a NetCDF record variable interleaved with others'.
+    pub chunk_stride: u64,
     /// How many chunks.
     pub count: u64,
     /// `zarr.json` of the array (Zarr v3).
@@ -107,6 +110,11 @@ fn frames_per_chunk(frames: u64, frame_bytes: u64, asked: Option<u64>) -> u64 {
 /// The Zarr v2 `dtype` of elements of `t` in the file's byte order, where Zarr v2 has
 /// one.
 fn v2_dtype(h: &Header, t: &ZarrType) -> Option<Value> {
+    if t.data_type["name"] == "null_terminated_bytes" {
+        // Byte strings: NumPy's `|S<n>` (a NetCDF character array's `|S1`).
+        let n = t.data_type["configuration"]["length_bytes"].as_u64()?;
+        return Some(json!(format!("|S{n}")));
+    }
     let name = t.data_type.as_str()?;
     let s = meta::v2_typestr(name)?;
     let big = h.data_big_endian();
@@ -139,26 +147,45 @@ pub fn in_place(
 /// The `.npy` of header `nh` (named `shown`) as a Zarr array of chunks of `frames`
 /// frames: rows along the first axis when it is in C order (default: see the module).
 pub fn in_place_npy(nh: &NpyHeader, frames: Option<u64>, shown: &Path) -> Result<InPlace> {
+    in_place_placed(nh, &[], frames, None, shown)
+}
+
+/// An array of another format whose bytes lie raw in its file as `nh` lays them out
+/// (named `shown`), described by `trailer` (its labels and attributes; empty for
+/// none), as a Zarr array of chunks of `frames` frames. With `records`, the records of
+/// a NetCDF record variable interleaved with other variables' (`records` bytes from
+/// one to the next): each record is one chunk, where it lies.
+pub fn in_place_placed(
+    nh: &NpyHeader,
+    trailer: &[u8],
+    frames: Option<u64>,
+    records: Option<u64>,
+    shown: &Path,
+) -> Result<InPlace> {
     let dtype = nh.descr.dtype().map_err(|e| e.at(shown))?;
     let mut header = Header::new(dtype, &nh.shape).map_err(|e| e.at(shown))?;
     if nh.descr.big_endian() {
         let size = header.size();
         header = header.with_storage(crate::header::Flags::BIG_ENDIAN, size);
     }
-    let trailer = if dtype.kind() == Kind::User {
-        crate::ndl::descr_trailer(&header, &nh.descr)
-    } else {
-        Vec::new()
+    let trailer = match trailer.is_empty() && dtype.kind() == Kind::User {
+        true => crate::ndl::descr_trailer(&header, &nh.descr),
+        false => trailer.to_vec(),
     };
     let c_order = !nh.fortran_order && nh.shape.len() > 1;
-    describe(
+    let frames = if records.is_some() { Some(1) } else { frames };
+    let mut view = describe(
         &header,
         &trailer,
         frames,
         shown,
         (nh.data_offset, c_order),
         None,
-    )
+    )?;
+    if let Some(stride) = records {
+        view.chunk_stride = stride;
+    }
+    Ok(view)
 }
 
 /// The data of `header` and `trailer`, at `offset` of the file `shown`, column-major
@@ -256,6 +283,7 @@ fn describe(
     };
     Ok(InPlace {
         chunk_bytes: frame_bytes * k,
+        chunk_stride: frame_bytes * k,
         data_offset: offset,
         data_bytes: header.nbytes(),
         dims,
@@ -289,11 +317,13 @@ impl InPlace {
     }
 
     /// The bytes of the file chunk `i` holds (fewer than [`chunk_bytes`](Self::chunk_bytes)
-    /// for a short last chunk).
+    /// for a short last chunk), [`chunk_stride`](Self::chunk_stride) bytes after the
+    /// chunk before.
     pub fn range(&self, i: u64) -> Range<u64> {
         let start = (i * self.chunk_bytes).min(self.data_bytes);
         let end = (start + self.chunk_bytes).min(self.data_bytes);
-        self.data_offset + start..self.data_offset + end
+        let at = self.data_offset + i * self.chunk_stride;
+        at..at + (end - start)
     }
 
     /// The chunk at `key` (v3, under the array: `c/0/…/0/i`, `c/i/0/…/0` in C order,

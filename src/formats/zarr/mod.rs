@@ -33,7 +33,7 @@ mod table;
 mod write;
 mod zstd;
 
-pub use inplace::{in_place, in_place_npy, InPlace};
+pub use inplace::{in_place, in_place_npy, in_place_placed, InPlace};
 pub use ra_storage::{RaStorage, ReadRange};
 pub use read::ZarrInput;
 pub use store::Location;
