@@ -42,6 +42,7 @@ pub(crate) fn open_local(
             Format::Safetensors => Ok(Box::new(crate::formats::safetensors::engine::open_tensor(
                 &file, &name,
             )?)),
+            Format::Hdf5 => open_hdf5(&file, Some(&name)),
             f => Err(Error::from(ErrorKind::Unsupported(format!(
                 "a member ({name:?}) of a {f:?} file: it holds one array"
             )))
@@ -56,6 +57,7 @@ pub(crate) fn open_local(
         Format::Tiff => crate::formats::tiff::engine::open(path)?,
         Format::Zarr => open_zarr(path, options)?,
         Format::Nifti => crate::formats::nifti::engine::open(path)?,
+        Format::Hdf5 => open_hdf5(path, None)?,
         Format::Npz => {
             let members = crate::formats::npz::engine::members(path)?;
             match members.as_slice() {
@@ -66,6 +68,24 @@ pub(crate) fn open_local(
             }
         }
     })
+}
+
+/// The dataset `object` of the HDF5 file `file`, or its one dataset.
+#[cfg(feature = "hdf5")]
+fn open_hdf5(file: &Path, object: Option<&str>) -> Result<Box<dyn Source>> {
+    use crate::formats::hdf5::engine;
+    match object {
+        Some(o) => engine::open_object(file, o),
+        None => engine::open(file),
+    }
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn open_hdf5(file: &Path, _object: Option<&str>) -> Result<Box<dyn Source>> {
+    Err(Error::from(ErrorKind::Unsupported(
+        "an HDF5 file, in a build without the `hdf5` feature".into(),
+    ))
+    .at(file))
 }
 
 /// Refuses to take one array from an archive of `members`, saying what to do.

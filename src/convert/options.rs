@@ -30,6 +30,10 @@ pub enum Format {
     Safetensors,
     /// NIfTI-1 or NIfTI-2: `.nii`, `.nii.gz`, a `.hdr`/`.img` pair.
     Nifti,
+    /// HDF5: `.h5`, `.hdf5`, `.he5`, and NetCDF-4 `.nc` and MATLAB v7.3 `.mat` files,
+    /// which are HDF5 inside (an input only): a tree of datasets, or one as
+    /// `x.h5/grp/dset`.
+    Hdf5,
 }
 
 impl Format {
@@ -56,6 +60,10 @@ impl Format {
         }
         if head.starts_with(b"\x1f\x8b") && crate::formats::nifti::gzipped(path) {
             return Ok(Format::Nifti);
+        }
+        let len = file.metadata().map_err(io_at("stat", path))?.len();
+        if crate::sniff::is_hdf5_file(&file, len) {
+            return Ok(Format::Hdf5);
         }
         Self::by_extension(path).ok_or_else(|| {
             let mut magic = [0u8; 8];
@@ -88,6 +96,8 @@ impl Format {
             Some(Format::Safetensors)
         } else if crate::formats::nifti::looks_like(head) {
             Some(Format::Nifti)
+        } else if starts(crate::sniff::HDF5_MAGIC) {
+            Some(Format::Hdf5)
         } else {
             None
         }
@@ -97,13 +107,20 @@ impl Format {
     pub fn of_output(path: &Path) -> Result<Format> {
         match Self::by_extension(path) {
             Some(Format::Npz) | None => Err(Error::from(ErrorKind::UnknownOutput).at(path)),
+            Some(Format::Hdf5) => Err(Error::from(ErrorKind::Unsupported(
+                "an HDF5, NetCDF or MATLAB output: rastore reads them, and does not write \
+                 them; convert into a folder, which h5py or xarray's to_netcdf writes out \
+                 (docs/HDF5.md)"
+                    .into(),
+            ))
+            .at(path)),
             Some(f) => Ok(f),
         }
     }
 
     /// The format `path`'s extension names (`.ra`, `.npy`, `.png`, `.tif`, `.tiff`, `.npz`,
-    /// `.zarr`, `.safetensors`, `.nii`, `.nii.gz`, `.hdr`, `.img`, in any case; a trailing
-    /// `/` ignored), if any.
+    /// `.zarr`, `.safetensors`, `.nii`, `.nii.gz`, `.hdr`, `.img`, `.h5`, `.hdf5`, `.he5`,
+    /// `.nc`, `.mat`, in any case; a trailing `/` ignored), if any.
     pub fn by_extension(path: &Path) -> Option<Format> {
         let name = path.to_str()?.trim_end_matches(['/', '\\']);
         let ext = Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
@@ -116,6 +133,7 @@ impl Format {
             "zarr" => Some(Format::Zarr),
             "safetensors" => Some(Format::Safetensors),
             "nii" | "hdr" | "img" => Some(Format::Nifti),
+            "h5" | "hdf5" | "he5" | "nc" | "mat" => Some(Format::Hdf5),
             "gz" if crate::formats::nifti::gz_named(Path::new(name)) => Some(Format::Nifti),
             _ => None,
         }

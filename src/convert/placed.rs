@@ -9,7 +9,7 @@
 //! are not one raw run (compressed, chunked, scattered).
 //!
 //! A path may go on past its file to name one member of it, as `h5ls` names a
-//! dataset: `m.safetensors/NAME` ([`member_path`]).
+//! dataset: `m.safetensors/NAME`, `x.h5/grp/dset` ([`member_path`]).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -60,7 +60,7 @@ pub fn placeable(path: &Path) -> bool {
     member.is_some()
         || matches!(
             Format::of(&file),
-            Ok(Format::Npy | Format::Safetensors | Format::Nifti | Format::Tiff)
+            Ok(Format::Npy | Format::Safetensors | Format::Nifti | Format::Tiff | Format::Hdf5)
         )
 }
 
@@ -86,6 +86,19 @@ pub fn placed(path: &Path) -> Result<Placed> {
                 "a safetensors file holds named tensors: name one, as {}/NAME (it holds {})",
                 file.display(),
                 names.join(", ")
+            )))
+            .at(&file));
+        }
+        #[cfg(feature = "hdf5")]
+        (Format::Hdf5, Some(name)) => {
+            let layout = crate::formats::hdf5::engine::placed(&file, &name)?;
+            (file, layout)
+        }
+        (Format::Hdf5, None) => {
+            return Err(Error::from(ErrorKind::InvalidArgument(format!(
+                "an HDF5 file holds datasets in groups: name one, as {}/GROUP/DATASET (as \
+                 h5ls names it; `ra info` lists them)",
+                file.display()
             )))
             .at(&file));
         }

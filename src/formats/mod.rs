@@ -13,10 +13,13 @@
 //! | TIFF, BigTIFF | [`tiff`] | pages of strips or tiles, raw, LZW, Deflate, PackBits; raw runs in place | pages, raw or Deflate |
 //! | safetensors | [`safetensors`] | every tensor (C order) but 8-bit and smaller floats; in place | a dataset's arrays, or one, C order |
 //! | Zarr v3 and v2 (feature `zarr`) | `zarr` | v3 and v2 arrays, local or in S3 | v3 arrays |
+//! | HDF5, NetCDF-4, MATLAB v7.3 (feature `hdf5`) | `hdf5` | datasets of fixed-size types, any layout; contiguous ones in place | — |
 //!
 //! The `.ra` source and sink are the core's ([`crate::convert::ra`]), and so are the NDL
 //! trailers ([`crate::ndl`]) and content sniffing ([`crate::sniff`]).
 
+#[cfg(feature = "hdf5")]
+pub mod hdf5;
 pub mod nifti;
 pub mod npy;
 pub mod npz;

@@ -246,8 +246,9 @@ fn info_line(i: &rastore::info::FileInfo) -> String {
 }
 
 /// Runs `each` on every file, a folder standing for its dataset's variables (and its
-/// sub-groups') and a safetensors file for its tensors; failures are reported on
-/// stderr and the others go on; fails if any did.
+/// sub-groups'), a safetensors file for its tensors and an HDF5 file (or a group in
+/// it) for its datasets; failures are reported on stderr and the others go on; fails
+/// if any did.
 fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcome {
     let mut bad = false;
     let mut all = Vec::new();
@@ -260,6 +261,17 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
             match rastore::formats::safetensors::engine::dataset(p) {
                 Ok((names, _)) => all.extend(names.iter().map(|n| p.join(n))),
                 Err(_) => all.push(p.clone()),
+            }
+            continue;
+        }
+        if let Some((file, object)) = crate::hdf5::target(p) {
+            // An HDF5 file or group stands for its datasets, each `x.h5/grp/dset`.
+            match crate::hdf5::datasets(&file, &object) {
+                Ok(found) => all.extend(found),
+                Err(e) => {
+                    bad = true;
+                    eprintln!("{}", term::line(&crate::message(&e)));
+                }
             }
             continue;
         }
@@ -379,7 +391,27 @@ pub fn info(a: &InfoArgs) -> Outcome {
     let bad = attribute_files(&a.files, |f, attributes| {
         writeln!(out, "{}", attributes_line(f, attributes, a.json))
     })?;
-    let files = per_file(&a.files, |p| {
+    // An HDF5 file or object: its tree, as `h5ls -r` lists it.
+    let mut rest = Vec::new();
+    let mut failed = false;
+    for p in &a.files {
+        match crate::hdf5::target(p) {
+            Some((file, object)) => match crate::hdf5::info_lines(&file, &object, a.json) {
+                Ok(lines) => {
+                    for line in lines {
+                        writeln!(out, "{line}")?;
+                    }
+                }
+                Err(e) => {
+                    failed = true;
+                    eprintln!("{}", term::line(&crate::message(&e)));
+                }
+            },
+            None => rest.push(p.clone()),
+        }
+    }
+    let bad = bad || failed;
+    let files = per_file(&rest, |p| {
         if is_npy(p) {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
             return Ok(());
@@ -441,6 +473,11 @@ pub fn describe(a: &FileArg) -> Outcome {
             .describe(&name)
             .map_err(|e| e.at(&a.file))?
     } else if is_nifti(&a.file) {
+        let i = Input::open(&a.file)?;
+        let h = rastore::Header::new(i.dtype, &i.dims).map_err(|e| e.at(&a.file))?;
+        rastore::ndl::describe(&name, &h, i.trailer().unwrap_or_default())
+    } else if crate::hdf5::target(&a.file).is_some() {
+        // One dataset, described as the engine reads it.
         let i = Input::open(&a.file)?;
         let h = rastore::Header::new(i.dtype, &i.dims).map_err(|e| e.at(&a.file))?;
         rastore::ndl::describe(&name, &h, i.trailer().unwrap_or_default())

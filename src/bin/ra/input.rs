@@ -51,13 +51,13 @@ pub fn is_npy(path: &Path) -> bool {
 }
 
 /// Whether the read commands take `path`, of a format other than `.ra` and `.npy`, through
-/// the engine: NIfTI, TIFF and safetensors (images and archives are converted first, as
+/// the engine: NIfTI, TIFF, safetensors and HDF5 (images and archives are converted first, as
 /// the message that refuses them says).
 fn takes(path: &Path) -> bool {
     use rastore::convert::Format;
     matches!(
         Format::of(path),
-        Ok(Format::Nifti | Format::Tiff | Format::Safetensors)
+        Ok(Format::Nifti | Format::Tiff | Format::Safetensors | Format::Hdf5)
     )
 }
 
