@@ -25,7 +25,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// A fuzz target's body.
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 16] = [
+const TARGETS: [(&str, Target); 17] = [
     ("header", fuzzing::header),
     ("file", fuzzing::file),
     ("npy_header", fuzzing::npy_header),
@@ -42,6 +42,7 @@ const TARGETS: [(&str, Target); 16] = [
     ("safetensors", fuzzing::safetensors),
     ("nifti", fuzzing::nifti),
     ("tiff", fuzzing::tiff),
+    ("hdf5", fuzzing::hdf5),
 ];
 
 fn inputs(target: &str) -> Vec<PathBuf> {

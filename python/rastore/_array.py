@@ -13,6 +13,19 @@ from . import MappedFile, _is_remote, _numpy_dtype, _rastore, _settings
 from ._rastore import Error
 
 
+def _past_file(path):
+    """Whether ``path`` goes on past a file, naming an array inside it
+    (``x.h5/grp/dset``, ``m.safetensors/NAME``)."""
+    if os.path.exists(path):
+        return False
+    while not os.path.exists(path):
+        up = os.path.dirname(path)
+        if up in ("", path):
+            return False
+        path = up
+    return os.path.isfile(path)
+
+
 class _Local:
     """A file, mapped on first use in each process; where its data cannot be used in
     place, read by its reader (``DataReader``) instead."""
@@ -27,8 +40,19 @@ class _Local:
         # reader reads (a .npy is indexed by NumPy over its mapping).
         self.gathers = True
         # Mapping checks the header (a .npy's, and that its data is all there): what
-        # it refuses, the reader would refuse too, so its error is the file's.
-        mapped = MappedFile(path)
+        # it refuses, the reader would refuse too, so its error is the file's; but for
+        # another format's array that does not lie raw in its file (a chunked HDF5
+        # dataset, ``x.h5/grp/dset``), which the reader reads by chunks.
+        try:
+            mapped = MappedFile(path)
+        except Error as mapping:
+            if not _past_file(path):
+                raise
+            try:
+                self._reader()
+            except Error:
+                raise mapping from None
+            return
         try:
             # Making the array checks that the data can be used in place. The array
             # is kept: every batch found in the page cache is indexed from it.

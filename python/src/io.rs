@@ -54,15 +54,18 @@ fn read<'py>(
         let npy = py.detach(|| NpySource::open(&path)).map_err(to_py)?;
         return read_npy(py, npy, allocate);
     }
-    // What the file is, told once: a safetensors tensor, a NIfTI image or a TIFF go
-    // through their engine sources, anything else to the RawArray reader.
+    // What the file is, told once: a safetensors tensor, a NIfTI image, a TIFF or an
+    // HDF5 dataset (`x.h5/grp/dset`) go through their engine sources, anything else to
+    // the RawArray reader.
     let (file, member) = rastore::convert::member_path(&path);
     match (Format::of(&file).ok(), member) {
         (Some(Format::Safetensors), member) => {
             let tensor = py.detach(|| tensor_of(&file, member)).map_err(to_py)?;
             return read_npy(py, tensor, allocate);
         }
-        (Some(Format::Nifti | Format::Tiff), None) => return read_source(py, &path, allocate),
+        (Some(Format::Nifti | Format::Tiff), None) | (Some(Format::Hdf5), _) => {
+            return read_source(py, &path, allocate)
+        }
         _ => {}
     }
     let reader = py
@@ -167,6 +170,7 @@ fn format_of_name(path: PathBuf) -> Option<&'static str> {
         Format::Zarr => "zarr",
         Format::Safetensors => "safetensors",
         Format::Nifti => "nifti",
+        Format::Hdf5 => "hdf5",
         Format::Ra => "ra",
     })
 }
@@ -346,6 +350,8 @@ fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
             rastore::info::npy_header(&path).and_then(|nh| rastore::info::npy_json(&path, &nh))
         } else if Format::of(&path).ok() == Some(Format::Nifti) {
             rastore::info::nifti_json(&path)
+        } else if let Some(json) = hdf5_info(&path) {
+            json
         } else if rastore::convert::placeable(&path) {
             // One tensor of a safetensors file (`m.safetensors/NAME`), or its only one.
             use rastore::formats::safetensors::engine;
@@ -358,6 +364,33 @@ fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
         }
     })
     .map_err(to_py)
+}
+
+/// `ra info --json` of an HDF5 dataset (`x.h5/grp/dset`); `None` for anything else.
+#[cfg(feature = "hdf5")]
+fn hdf5_info(path: &Path) -> Option<rastore::Result<String>> {
+    let (file, object) = rastore::convert::member_path(path);
+    if !file.is_file() || Format::of(&file).ok() != Some(Format::Hdf5) {
+        return None;
+    }
+    let object = object.unwrap_or_default();
+    Some(
+        rastore::formats::hdf5::info::lines(&file, &object).and_then(|lines| {
+            match lines.as_slice() {
+                [one] if one.json["kind"] == "dataset" => {
+                    let mut j = one.json.clone();
+                    j["path"] = serde_json::Value::String(one.path.to_string_lossy().into_owned());
+                    Ok(j.to_string())
+                }
+                _ => rastore::convert::open(path, &ConvertOptions::new()).map(|_| String::new()),
+            }
+        }),
+    )
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn hdf5_info(_path: &Path) -> Option<rastore::Result<String>> {
+    None
 }
 
 /// `ra convert`: between `.ra`, `.npy`, `.png` and Zarr by extension, either side

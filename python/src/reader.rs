@@ -1,12 +1,14 @@
 //! Gathers from Python: `rastore.Array.take` and integer-array indexing read a batch of
 //! selections in one call, with the GIL released. `ReaderCore` is a local file's
-//! reader (kept open by `rastore.Array`, one per process); objects have the same
-//! `gather` on `RemoteFileCore`.
+//! reader (kept open by `rastore.Array`, one per process), or, for another format's
+//! array that does not lie raw in its file (a chunked HDF5 dataset), its engine
+//! source; objects have the same `gather` on `RemoteFileCore`.
 
 use std::path::PathBuf;
 
 use numpy::{PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
+use rastore::convert::{ConvertOptions, Source};
 use rastore::{DataReader, Stride};
 
 use crate::errors::{error, to_py};
@@ -53,17 +55,86 @@ pub fn bytes_mut<'a>(buf: &'a mut PyReadwriteArray1<'_, u8>) -> PyResult<&'a mut
         .map_err(|e| error(format!("the buffer must be contiguous bytes: {e}")))
 }
 
-/// A local file opened for gathers (`rastore::DataReader`).
+/// What a local file is read by: the RawArray reader, or, for another format's array
+/// (a chunked HDF5 dataset, `x.h5/grp/dset`), its engine source.
+enum Reading {
+    Ra(DataReader),
+    Engine(Box<dyn Source>),
+}
+
+/// A local file opened for gathers (`rastore::DataReader`; another format's array
+/// through its engine source).
 #[pyclass(module = "rastore._rastore", frozen)]
 pub struct ReaderCore {
-    reader: DataReader,
+    reader: Reading,
+}
+
+impl ReaderCore {
+    /// Reads each of `sels` into `out`, one after another, as native column-major
+    /// bytes: a batch of the file's reader, or each selection of the engine's source
+    /// (checked against its dims first).
+    fn read_many(&self, sels: &[Vec<Stride>], out: &mut [u8]) -> rastore::Result<()> {
+        let source = match &self.reader {
+            Reading::Ra(r) => return r.read_many_into(sels, out),
+            Reading::Engine(s) => s,
+        };
+        let d = source.desc();
+        let w = d.dtype.elbyte;
+        let mut sizes = Vec::with_capacity(sels.len());
+        for sel in sels {
+            let inside = sel.len() == d.dims.len()
+                && sel.iter().zip(&d.dims).all(|(s, &n)| {
+                    s.count == 0
+                        || (s.step >= 1
+                            && (s.count - 1)
+                                .checked_mul(s.step)
+                                .and_then(|x| x.checked_add(s.start))
+                                .is_some_and(|last| last < n))
+                });
+            if !inside {
+                return Err(rastore::ErrorKind::InvalidArgument(format!(
+                    "a selection {sel:?} outside the array's dims {:?}",
+                    d.dims
+                ))
+                .into());
+            }
+            sizes.push(sel.iter().fold(w, |a, s| a.saturating_mul(s.count)));
+        }
+        let total = sizes.iter().fold(0u64, |a, &b| a.saturating_add(b));
+        if total != out.len() as u64 {
+            return Err(rastore::ErrorKind::InvalidArgument(format!(
+                "a buffer of {} bytes for selections of {total}",
+                out.len()
+            ))
+            .into());
+        }
+        let mut at = 0usize;
+        for (sel, n) in sels.iter().zip(sizes) {
+            let n = n as usize;
+            source.read_selection(sel, &mut out[at..at + n])?;
+            at += n;
+        }
+        Ok(())
+    }
 }
 
 #[pymethods]
 impl ReaderCore {
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let reader = py.detach(|| DataReader::open(&path)).map_err(to_py)?;
+        let reader = py
+            .detach(|| match DataReader::open(&path) {
+                Ok(r) => Ok(Reading::Ra(r)),
+                // Not a RawArray: an array the engine reads, by chunks where it has them.
+                Err(e)
+                    if matches!(e.kind(), rastore::ErrorKind::NotRawArray { .. })
+                        || rastore::convert::member_path(&path).1.is_some() =>
+                {
+                    rastore::convert::open(&path, &ConvertOptions::new()).map(Reading::Engine)
+                }
+                Err(e) => Err(e),
+            })
+            .map_err(to_py)?;
         Ok(ReaderCore { reader })
     }
 
@@ -71,15 +142,27 @@ impl ReaderCore {
     /// Bools, native byte order but for big-endian user types).
     #[getter]
     fn header(&self) -> (u64, u64, Vec<u64>) {
-        let h = self.reader.header();
-        let dtype = h.dtype();
-        (dtype.eltype, dtype.elbyte, h.dims().to_vec())
+        match &self.reader {
+            Reading::Ra(r) => {
+                let h = r.header();
+                let dtype = h.dtype();
+                (dtype.eltype, dtype.elbyte, h.dims().to_vec())
+            }
+            Reading::Engine(s) => {
+                let d = s.desc();
+                (d.dtype.eltype, d.dtype.elbyte, d.dims.clone())
+            }
+        }
     }
 
     /// The trailer's bytes.
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
-        pyo3::types::PyBytes::new(py, self.reader.metadata())
+        let bytes = match &self.reader {
+            Reading::Ra(r) => r.metadata(),
+            Reading::Engine(s) => &s.desc().trailer,
+        };
+        pyo3::types::PyBytes::new(py, bytes)
     }
 
     /// Reads `base` with each of `indices` on `axis` (see [`along`]), one selection
@@ -96,12 +179,11 @@ impl ReaderCore {
         let indices = indices_of(&indices)?;
         let sels = along(&base, axis, indices)?;
         let out = bytes_mut(&mut buf)?;
-        py.detach(|| self.reader.read_many_into(&sels, out))
-            .map_err(to_py)
+        py.detach(|| self.read_many(&sels, out)).map_err(to_py)
     }
 
     /// Whether the page cache holds `base` with each of `indices` on `axis`, judged by
-    /// a few of them.
+    /// a few of them (an engine source: no, it decodes).
     fn resident(
         &self,
         py: Python<'_>,
@@ -109,11 +191,14 @@ impl ReaderCore {
         axis: usize,
         indices: PyReadonlyArray1<'_, u64>,
     ) -> PyResult<bool> {
+        let Reading::Ra(reader) = &self.reader else {
+            return Ok(false);
+        };
         let indices = indices_of(&indices)?;
         let step = (indices.len() / 8).max(1);
         let probes: Vec<u64> = indices.iter().step_by(step).take(8).copied().collect();
         let sels = along(&base, axis, &probes)?;
-        py.detach(|| self.reader.resident(&sels)).map_err(to_py)
+        py.detach(|| reader.resident(&sels)).map_err(to_py)
     }
 
     /// Reads each of `selections` (`(start, step, count)` per axis), one after another
@@ -126,7 +211,6 @@ impl ReaderCore {
     ) -> PyResult<()> {
         let sels = strides(selections);
         let out = bytes_mut(&mut buf)?;
-        py.detach(|| self.reader.read_many_into(&sels, out))
-            .map_err(to_py)
+        py.detach(|| self.read_many(&sels, out)).map_err(to_py)
     }
 }
