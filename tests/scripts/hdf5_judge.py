@@ -56,8 +56,15 @@ def expected(ds, matlab):
         a = a.astype(a.dtype.newbyteorder("="))
     if matlab:
         a = a.T
-        if ds.attrs.get("MATLAB_class") == b"logical":
+        cls = ds.attrs.get("MATLAB_class")
+        if cls == b"logical":
             a = a.astype(bool)
+        if cls == b"char":
+            # Text, as scipy.io.loadmat gives it: the last axis made strings.
+            lead = a.shape[:-1]
+            text = [bytes(a[k].astype("<u2")).decode("utf-16-le") for k in np.ndindex(lead)]
+            width = max([len(t) for t in text] + [1])
+            a = np.array(text, dtype=f"<U{width}").reshape(lead)
     return a
 
 

@@ -41,12 +41,23 @@ pub fn internal(name: &str, scale: bool) -> bool {
 }
 
 /// The attributes `attrs` (of an object that is a dimension scale when `scale`) as
-/// JSON, internal ones and those of no NDL value left out.
-pub fn attributes(attrs: &[Attribute], scale: bool) -> Map<String, Value> {
+/// JSON, internal ones and those of no NDL value left out. In a NetCDF-4 file
+/// (`netcdf`), whose attributes are all 1-D, one of one element is that element, as
+/// netCDF4-python and xarray read it.
+pub fn attributes(attrs: &[Attribute], scale: bool, netcdf: bool) -> Map<String, Value> {
     attrs
         .iter()
         .filter(|a| !internal(&a.name, scale))
-        .filter_map(|a| Some((a.name.clone(), value(a)?)))
+        .filter_map(|a| {
+            let v = value(a)?;
+            let v = match v {
+                Value::Array(mut one) if netcdf && a.shape == [1] && one.len() == 1 => {
+                    one.remove(0)
+                }
+                v => v,
+            };
+            Some((a.name.clone(), v))
+        })
         .collect()
 }
 

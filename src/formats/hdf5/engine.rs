@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::layout::{self, Grid, Layout, TableError};
+use super::matlab::{self, Class};
 use super::{attrs, Dataset, Entry, H5};
 use crate::convert::memory::MemorySource;
 use crate::convert::{Block, Desc, Grain, Source};
@@ -30,31 +31,62 @@ pub(super) struct View {
     pub descr: Descr,
     pub dims: Vec<u64>,
     pub fortran: bool,
+    /// A MATLAB char array: UTF-16 codes, read as text.
+    pub text: bool,
 }
 
-/// The view of the readable dataset `ds` of `h5`.
+/// The view of the readable dataset `ds` of `h5`: a MATLAB variable as its class
+/// says (see [`matlab`]).
 pub(super) fn view(h5: &H5, ds: &Dataset) -> Result<View> {
+    let class = match h5.matlab {
+        true => matlab::class(ds)
+            .map_err(|why| Error::from(ErrorKind::Unsupported(why)).at(h5.shown(&ds.object)))?,
+        false => Class::Plain,
+    };
     let elem = ds.readable(h5)?;
+    let mut descr = elem.descr.clone();
     let mut dims = ds.shape.clone();
+    let mut text = false;
     if h5.matlab {
         dims.reverse();
+        match class {
+            Class::Logical => descr = matlab::logical(&descr).unwrap_or(descr),
+            Class::Char => text = true,
+            Class::Plain => {}
+        }
     }
     Ok(View {
-        descr: elem.descr.clone(),
+        descr,
         dims,
         fortran: h5.matlab,
+        text,
     })
 }
 
-/// The description of `ds` seen as `v`: its type, dims and a trailer of its
-/// attributes (and a structured type's fields).
-fn desc(ds: &Dataset, v: &View, shown: &Path) -> Result<Desc> {
+/// The description of `ds` of `h5` seen as `v`: its type, dims and a trailer of its
+/// attributes (and a structured type's fields), and of its dimensions' names where
+/// dimension scales give them (a NetCDF-4 variable's), with its name.
+fn desc(h5: &H5, ds: &Dataset, v: &View, shown: &Path) -> Result<Desc> {
     let dtype = v.descr.dtype().at(shown)?;
     let header = crate::Header::new(dtype, &v.dims).at(shown)?;
     let user = (dtype.kind() == Kind::User).then_some(&v.descr);
-    let scale = attrs::is_scale(&ds.attributes);
-    let attributes = attrs::attributes(&ds.attributes, scale);
-    let trailer = trailer_of_attributes(&attributes, None, &Reading::Alone, &header, user);
+    let attributes = attrs::attributes(&ds.attributes, ds.scale, h5.netcdf);
+    let mut names = h5.dimension_names(ds);
+    if let Some(n) = names.as_mut().filter(|_| v.fortran) {
+        n.reverse();
+    }
+    let names = names.filter(|n| n.len() == v.dims.len());
+    let name = ds
+        .object
+        .rsplit('/')
+        .next()
+        .unwrap_or(&ds.object)
+        .to_string();
+    let reading = match names {
+        Some(_) => Reading::Variable(name),
+        None => Reading::Alone,
+    };
+    let trailer = trailer_of_attributes(&attributes, names.as_deref(), &reading, &header, user);
     Ok(Desc {
         dtype,
         dims: v.dims.clone(),
@@ -78,9 +110,10 @@ pub fn open(file: &Path) -> Result<Box<dyn Source>> {
         .walk("")?
         .into_iter()
         .filter_map(|e| match e {
-            Entry::Dataset(p) | Entry::Refused(p, _) => Some(p),
+            Entry::Dataset(p, _) | Entry::Refused(p, _) => Some(p),
             _ => None,
         })
+        .filter(|p| !phony(&h5, p))
         .collect();
     match datasets.as_slice() {
         [one] => {
@@ -107,14 +140,35 @@ fn listed(names: &[String]) -> String {
     }
 }
 
-/// The readable dataset `ds` of `h5` as a source, by its layout.
+/// The readable dataset `ds` of `h5` as a source, by its layout; a MATLAB char array
+/// read whole, as text.
 pub fn source(h5: &H5, ds: &Dataset) -> Result<Box<dyn Source>> {
     let shown = h5.shown(&ds.object);
     let v = view(h5, ds)?;
-    let desc = desc(ds, &v, &shown)?;
+    let stored = stored(h5, ds, &v, shown.clone())?;
+    if !v.text {
+        return Ok(stored);
+    }
+    let (descr, dims, data) = matlab::text(stored.as_ref(), &shown)?;
+    let v = View {
+        descr,
+        dims,
+        fortran: true,
+        text: true,
+    };
+    Ok(Box::new(MemorySource {
+        desc: desc(h5, ds, &v, &shown)?,
+        data,
+        shown,
+    }))
+}
+
+/// The dataset `ds` seen as `v` as a source of its stored elements, by its layout.
+fn stored(h5: &H5, ds: &Dataset, v: &View, shown: PathBuf) -> Result<Box<dyn Source>> {
+    let desc = desc(h5, ds, v, &shown)?;
     match &ds.layout {
         Layout::Contiguous { offset } => {
-            let nh = npy_header(&v, *offset);
+            let nh = npy_header(v, *offset);
             let file = h5.file.try_clone().map_err(io_at("open", &h5.path))?;
             let npy = NpySource::of_layout(&shown, file, 0, h5.len, nh)?;
             Ok(Box::new(InPlace { npy, desc }))
@@ -379,6 +433,10 @@ pub fn placed(file: &Path, object: &str) -> Result<NpyHeader> {
     let ds = h5.dataset(object)?;
     let v = view(&h5, &ds)?;
     let why = match &ds.layout {
+        _ if v.text => {
+            "a MATLAB char array in place (its UTF-16 codes are read as text): \
+             rastore.read reads it"
+        }
         Layout::Contiguous { offset } => return Ok(npy_header(&v, *offset)),
         Layout::Chunked { .. } => {
             "a chunked dataset in place (its chunks lie apart, each filtered or not): \
@@ -408,12 +466,16 @@ pub fn tree(file: &Path, top: &str) -> Result<(Vec<String>, BTreeMap<String, Map
     let mut groups = BTreeMap::new();
     for e in h5.walk(top)? {
         match e {
-            Entry::Group(p, _) | Entry::Dataset(p)
+            Entry::Group(p, _) | Entry::Dataset(p, _)
                 if h5.matlab && p.split('/').any(|c| c == "#refs#") => {}
             Entry::Group(p, attrs) => {
                 groups.insert(p, attrs);
             }
-            Entry::Dataset(p) => datasets.push(p),
+            Entry::Dataset(p, _) => match h5.dataset(&super::join(top, &p)) {
+                Ok(ds) if ds.phony => {}
+                Ok(_) => datasets.push(p),
+                Err(e) => return Err(e),
+            },
             Entry::Refused(_, e) => return Err(e),
             Entry::Link(..) => {}
         }
@@ -435,8 +497,12 @@ pub fn chunk_table(file: &Path, object: &str) -> Result<Option<ChunkTable>> {
     if !matches!(ds.layout, Layout::Chunked { .. }) {
         return Ok(None);
     }
-    let scale = attrs::is_scale(&ds.attributes);
-    let zattrs = Value::Object(attrs::attributes(&ds.attributes, scale));
+    let mut zattrs = attrs::attributes(&ds.attributes, ds.scale, h5.netcdf);
+    if let Some(names) = h5.dimension_names(&ds) {
+        // xarray's dimension names of a Zarr v2 array.
+        zattrs.insert("_ARRAY_DIMENSIONS".into(), serde_json::json!(names));
+    }
+    let zattrs = Value::Object(zattrs);
     table(&h5, &ds, zattrs, false).map(Some)
 }
 
@@ -454,10 +520,15 @@ pub fn datasets(file: &Path, object: &str) -> Result<Vec<String>> {
         .walk(object)?
         .into_iter()
         .filter_map(|e| match e {
-            Entry::Dataset(p) | Entry::Refused(p, _) => Some(p),
+            Entry::Dataset(p, _) | Entry::Refused(p, _) => Some(super::join(object, &p)),
             _ => None,
         })
-        .filter(|p| !(h5.matlab && p.split('/').any(|c| c == "#refs#")))
-        .map(|p| super::join(object, &p))
+        .filter(|p| !(h5.matlab && p.split('/').any(|c| c == "#refs#")) && !phony(&h5, p))
         .collect())
+}
+
+/// Whether the dataset `object` of `h5` is a netCDF dimension that is no variable
+/// (one that cannot be read is not: it is refused by name when read).
+fn phony(h5: &H5, object: &str) -> bool {
+    h5.dataset(object).is_ok_and(|ds| ds.phony)
 }

@@ -64,9 +64,12 @@ impl Line {
                 if j["matlab"] == true {
                     s.push_str(" (MATLAB's shape)");
                 }
+                if j["text"] == true {
+                    s.push_str(" (MATLAB char: read as text)");
+                }
                 s
             }
-            _ => format!("unsupported: {}", j["why"].as_str().unwrap_or_default()),
+            _ => j["why"].as_str().unwrap_or_default().to_string(),
         };
         format!("{}: {what}", self.path.display())
     }
@@ -88,7 +91,7 @@ pub fn lines(file: &Path, object: &str) -> Result<Vec<Line>> {
                 path: h5.shown(&super::join(object, &p)),
                 json: json!({"kind": "group", "attributes": attrs.len()}),
             },
-            Entry::Dataset(p) => match h5.dataset(&super::join(object, &p)) {
+            Entry::Dataset(p, _) => match h5.dataset(&super::join(object, &p)) {
                 Ok(ds) => dataset_line(&h5, &ds),
                 Err(e) => refused(&h5, &super::join(object, &p), &e),
             },
@@ -135,6 +138,7 @@ fn dataset_line(h5: &H5, ds: &Dataset) -> Line {
         "bytes": bytes,
         "order": if v.fortran { "F" } else { "C" },
         "matlab": h5.matlab,
+        "text": v.text,
         "attributes": ds.attributes.len(),
     });
     match &ds.layout {

@@ -22,6 +22,7 @@ pub mod engine;
 pub mod info;
 mod layout;
 mod links;
+mod matlab;
 mod store;
 
 use std::collections::HashSet;
@@ -62,6 +63,11 @@ pub struct H5 {
     sizes: Sizes,
     /// A MATLAB v7.3 file (its user block says so): variables keep MATLAB's shape.
     matlab: bool,
+    /// A NetCDF-4 file (its root has `_NCProperties`): netCDF's conventions apply.
+    netcdf: bool,
+    /// Each dataset's name by its address, to name the dimension scales that
+    /// `DIMENSION_LIST`s refer to; listed once, when first needed.
+    names: std::sync::OnceLock<std::collections::HashMap<u64, String>>,
 }
 
 /// What an object path leads to.
@@ -83,8 +89,8 @@ pub enum Object {
 pub enum Entry {
     /// A group, with its attributes.
     Group(String, Map<String, Value>),
-    /// A dataset.
-    Dataset(String),
+    /// A dataset, and its object header's address.
+    Dataset(String, u64),
     /// An object that cannot be read: why.
     Refused(String, Error),
     /// A soft or external link, not followed in a tree: where it leads.
@@ -126,6 +132,10 @@ impl H5 {
             length: sb.length_size,
         };
         let base = sb.base_address;
+        let netcdf = h5
+            .root_group()
+            .and_then(|g| g.attributes())
+            .is_ok_and(|a| a.iter().any(|a| a.name == "_NCProperties"));
         Ok(H5 {
             h5,
             file,
@@ -134,7 +144,45 @@ impl H5 {
             base,
             sizes,
             matlab: base > 0 && head.starts_with(b"MATLAB 7.3 MAT-file"),
+            netcdf,
+            names: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Whether it is a NetCDF-4 file.
+    pub fn netcdf(&self) -> bool {
+        self.netcdf
+    }
+
+    /// The name (its link's) of each dataset the root's tree reaches, by address: what
+    /// a dimension scale is called.
+    fn names(&self) -> &std::collections::HashMap<u64, String> {
+        self.names.get_or_init(|| {
+            let mut names = std::collections::HashMap::new();
+            for e in self.walk("").unwrap_or_default() {
+                if let Entry::Dataset(path, address) = e {
+                    let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+                    names.entry(address).or_insert(name);
+                }
+            }
+            names
+        })
+    }
+
+    /// The names of the dimensions of `ds`: a dimension scale's own name (a 1-D one),
+    /// else the scales its `DIMENSION_LIST` refers to, one per dim; `None` when it
+    /// names none, or not all.
+    pub fn dimension_names(&self, ds: &Dataset) -> Option<Vec<String>> {
+        if ds.scale && ds.own == 1 {
+            let name = ds.object.rsplit('/').next().unwrap_or(&ds.object);
+            return Some(vec![name.to_string()]);
+        }
+        let refs = ds
+            .dim_refs
+            .as_ref()
+            .filter(|r| r.len() == ds.own && ds.own == ds.shape.len())?;
+        let names = self.names();
+        refs.iter().map(|a| names.get(a).cloned()).collect()
     }
 
     /// The file's path.
@@ -351,7 +399,7 @@ impl H5 {
                 }
             };
             match kind(&h) {
-                Kind::Dataset => out.push(Entry::Dataset(child)),
+                Kind::Dataset => out.push(Entry::Dataset(child, address)),
                 Kind::Other => {}
                 Kind::Group if !seen.insert(address) => {}
                 Kind::Group if depth >= MAX_DEPTH => {
@@ -384,10 +432,37 @@ impl H5 {
         Ok(())
     }
 
+    /// The addresses of the dimension scales a `DIMENSION_LIST` among `attributes`
+    /// refers to (the first of each of its `rank` lists), if it has one that reads.
+    fn dimension_list(
+        &self,
+        parent: &Group,
+        attributes: &[Attribute],
+        rank: usize,
+    ) -> Option<Vec<u64>> {
+        let list = attributes.iter().find(|a| a.name == "DIMENSION_LIST")?;
+        let os = self.sizes.offset;
+        let entry = 4 + usize::from(os) + 4;
+        if rank == 0 || list.raw_data.len() < rank * entry {
+            return None;
+        }
+        list.raw_data
+            .chunks_exact(entry)
+            .take(rank)
+            .map(|e| {
+                let heap = parent
+                    .resolve_vlen_reference_bytes(e, usize::from(os))
+                    .ok()?;
+                let refs = hdf5_reader::reference::read_object_references(&heap, os).ok()?;
+                refs.first().copied()
+            })
+            .collect()
+    }
+
     /// The attributes of the group `object`, as NDL attributes.
     fn group_attributes(&self, object: &str, g: &Group) -> Result<Map<String, Value>> {
         let attrs = g.attributes().map_err(|e| self.err(object, e))?;
-        Ok(attrs::attributes(&attrs, false))
+        Ok(attrs::attributes(&attrs, false, self.netcdf))
     }
 
     /// The dataset `object`, its metadata read (nothing refused yet: see
@@ -451,6 +526,12 @@ impl H5 {
             .map_err(|e| self.err(&object, e))?
             .attributes();
         let own = space.dims.len();
+        let scale = attrs::is_scale(&attributes);
+        let phony = scale
+            && attrs::string(&attributes, "NAME").is_some_and(|n| {
+                n.starts_with("This is a netCDF dimension but not a netCDF variable")
+            });
+        let dim_refs = self.dimension_list(&parent, &attributes, own);
         let elem = dtype::elem(&datatype);
         let mut shape = space.dims.clone();
         if let Ok(e) = &elem {
@@ -458,6 +539,10 @@ impl H5 {
         }
         Ok(Dataset {
             layout: Layout::of(&data_layout, own, self.base, self.sizes),
+            address,
+            scale,
+            phony,
+            dim_refs,
             object,
             shape,
             own,
@@ -477,6 +562,15 @@ impl H5 {
 pub struct Dataset {
     /// Its path in the file (`grp/dset`).
     pub object: String,
+    /// Its object header's address.
+    pub address: u64,
+    /// It is a dimension scale (`CLASS` is `DIMENSION_SCALE`).
+    pub scale: bool,
+    /// It is a netCDF dimension that is no variable (a dimension scale netCDF makes
+    /// for a dimension without a coordinate variable).
+    pub phony: bool,
+    /// The dimension scales its `DIMENSION_LIST` refers to, by address.
+    pub dim_refs: Option<Vec<u64>>,
     /// Its shape as h5py shows it (C order; an array type's dims appended).
     pub shape: Vec<u64>,
     /// How many of those dims are the dataspace's own.
