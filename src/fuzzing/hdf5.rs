@@ -80,6 +80,7 @@ fn outputs(input: &Path, outs: &Path) {
         });
         drop(source);
         let out = outs.join("one.ra");
+        let _ = std::fs::remove_file(&out);
         match convert_over(&member, &out) {
             Ok(()) => {
                 let raw = crate::read_raw(&out).expect("a dataset converted reads back");

@@ -5,6 +5,8 @@
     python3 hdf5_judge.py judge FILE FOLDER    # every FOLDER/PATH.ra against FILE's PATH
     python3 hdf5_judge.py npy FILE PATH NPY    # one .npy against FILE's PATH
     python3 hdf5_judge.py make OUTDIR          # small files the tests name
+    python3 hdf5_judge.py refs FILE PATH REFS  # kerchunk references, read by zarr
+    python3 hdf5_judge.py xarray NC FOLDER     # xr.identical of the two
 
 `judge` reads each `.ra` with NumPy alone (FORMAT.md: a 48-byte header of u64s, the
 dims, the data column-major) and compares it with h5py's values: exact, NaN where
@@ -133,6 +135,41 @@ def npy(path, name, npy_path):
     print("ok")
 
 
+def refs(path, name, refs_path):
+    """The references `ra refs` wrote, read by fsspec and zarr-python (Zarr v2, the
+    dataset's own chunks and filters), equal h5py's values."""
+    import fsspec
+    import zarr
+
+    with open(refs_path) as fh:
+        fo = json.load(fh)
+    store = fsspec.filesystem("reference", fo=fo).get_mapper("")
+    a = zarr.open_group(store, mode="r", zarr_format=2)[name.split("/")[-1]]
+    with h5py.File(path, "r") as f:
+        want = f[name][()]
+        chunks = f[name].chunks
+    assert a.chunks == chunks, (a.chunks, chunks)
+    got = a[...]
+    if not np.array_equal(got, want, equal_nan=want.dtype.kind in "fc"):
+        sys.exit(f"{path}/{name}: the references read other values")
+    print("ok", len([v for v in fo["refs"].values() if isinstance(v, list)]))
+
+
+def xarray_identical(nc, folder):
+    """xr.open_dataset of the folder (engine rastore) is xr.identical to the file's,
+    times decoded; so is xr.open_zarr of a .zarr."""
+    import xarray as xr
+
+    want = xr.open_dataset(nc)
+    if folder.endswith(".zarr"):
+        got = xr.open_zarr(folder)
+    else:
+        got = xr.open_dataset(folder, engine="rastore")
+    if not want.identical(got):
+        sys.exit(f"{nc}: not identical\n{want}\n{got}")
+    print("identical", sorted(want.variables))
+
+
 def make(out):
     """Small files the tests name: a tree with attributes, and datasets of every layout
     for slicing."""
@@ -158,7 +195,12 @@ def make(out):
         f.create_dataset("contiguous", data=a)
         f.create_dataset("chunked", data=a, chunks=(4, 3, 2), compression="gzip",
                          shuffle=True, fletcher32=True)
-        f.create_dataset("compact", data=a[:2, :2, :2], layout=h5py.h5d.COMPACT)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        small = np.ascontiguousarray(a[:2, :3, :2])
+        space = h5py.h5s.create_simple(small.shape)
+        h5py.h5d.create(f.id, b"compact", h5py.h5t.IEEE_F64LE, space, dcpl=dcpl).write(
+            h5py.h5s.ALL, h5py.h5s.ALL, small)
         f.create_dataset("big", data=a.astype(">f4"))
         f.create_dataset("scalar", data=np.float64(2.5))
         f.create_dataset("five", data=np.arange(2 * 3 * 2 * 2 * 3, dtype="i2").reshape(2, 3, 2, 2, 3),
@@ -181,6 +223,10 @@ def main():
         npy(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "make":
         make(sys.argv[2])
+    elif cmd == "refs":
+        refs(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif cmd == "xarray":
+        xarray_identical(sys.argv[2], sys.argv[3])
     else:
         sys.exit(f"unknown command {cmd}")
 

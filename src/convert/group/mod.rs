@@ -59,6 +59,10 @@ pub(super) fn convert(
         }
     }
     let out = Format::by_extension(output);
+    if out == Some(Format::Hdf5) {
+        // Read, never written: refused as an output before the input is read.
+        return Format::of_output(output).map(|_| None);
+    }
     let into_tree = match out {
         Some(Format::Zarr) => !options.zarr_bare(),
         Some(Format::Npz) => true,

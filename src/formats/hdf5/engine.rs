@@ -437,7 +437,11 @@ pub fn placed(file: &Path, object: &str) -> Result<NpyHeader> {
             "a MATLAB char array in place (its UTF-16 codes are read as text): \
              rastore.read reads it"
         }
-        Layout::Contiguous { offset } => return Ok(npy_header(&v, *offset)),
+        Layout::Contiguous { offset } => {
+            let nh = npy_header(&v, *offset);
+            nh.data_within(h5.len).at(&h5.shown(&ds.object))?;
+            return Ok(nh);
+        }
         Layout::Chunked { .. } => {
             "a chunked dataset in place (its chunks lie apart, each filtered or not): \
              rastore.read and rastore.Array read it by chunks, and ra refs or \
