@@ -58,7 +58,7 @@ pub fn bytes_mut<'a>(buf: &'a mut PyReadwriteArray1<'_, u8>) -> PyResult<&'a mut
 /// What a local file is read by: the RawArray reader, or, for another format's array
 /// (a chunked HDF5 dataset, `x.h5/grp/dset`), its engine source.
 enum Reading {
-    Ra(DataReader),
+    Ra(Box<DataReader>),
     Engine(Box<dyn Source>),
 }
 
@@ -124,7 +124,7 @@ impl ReaderCore {
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let reader = py
             .detach(|| match DataReader::open(&path) {
-                Ok(r) => Ok(Reading::Ra(r)),
+                Ok(r) => Ok(Reading::Ra(Box::new(r))),
                 // Not a RawArray: an array the engine reads, by chunks where it has them.
                 Err(e)
                     if matches!(e.kind(), rastore::ErrorKind::NotRawArray { .. })

@@ -94,14 +94,8 @@ pub fn placed(path: &Path) -> Result<Placed> {
             let layout = crate::formats::hdf5::engine::placed(&file, &name)?;
             (file, layout)
         }
-        (Format::Hdf5, None) => {
-            return Err(Error::from(ErrorKind::InvalidArgument(format!(
-                "an HDF5 file holds datasets in groups: name one, as {}/GROUP/DATASET (as \
-                 h5ls names it; `ra info` lists them)",
-                file.display()
-            )))
-            .at(&file));
-        }
+        #[cfg(feature = "hdf5")]
+        (Format::Hdf5, None) => return Err(crate::formats::hdf5::engine::name_one(&file)),
         (Format::Nifti, None) => crate::formats::nifti::engine::placed(&file)?,
         (Format::Tiff, None) => {
             let layout = crate::formats::tiff::parse_file(&file)?

@@ -174,7 +174,7 @@ fn stored(h5: &H5, ds: &Dataset, v: &View, shown: PathBuf) -> Result<Box<dyn Sou
             Ok(Box::new(InPlace { npy, desc }))
         }
         Layout::Compact(bytes) => Ok(Box::new(MemorySource {
-            data: compact(&v, &ds.shape, bytes)
+            data: compact(v, &ds.shape, bytes)
                 .map_err(|d| super::malformed(&format!("/{}", ds.object), d).at(&shown))?,
             desc,
             shown,
@@ -459,12 +459,15 @@ pub fn placed(file: &Path, object: &str) -> Result<NpyHeader> {
     Err(Error::from(ErrorKind::Unsupported(why.into())).at(h5.shown(&ds.object)))
 }
 
+/// Each group of a tree with its attributes, by its path from the tree's top.
+pub type Groups = BTreeMap<String, Map<String, Value>>;
+
 /// The datasets and groups of the group `top` of `file` (the root: `""`), by their
 /// paths from it: each dataset's, and each group's with its attributes (the top's
 /// under `""`). A member that cannot be read is refused, naming it; soft and
 /// external links are not followed (h5py's `visititems` does not follow them); a
 /// MATLAB file's `#refs#` group (the targets of its cells) is no variable.
-pub fn tree(file: &Path, top: &str) -> Result<(Vec<String>, BTreeMap<String, Map<String, Value>>)> {
+pub fn tree(file: &Path, top: &str) -> Result<(Vec<String>, Groups)> {
     let h5 = H5::open(file)?;
     let mut datasets = Vec::new();
     let mut groups = BTreeMap::new();
@@ -527,8 +530,23 @@ pub fn datasets(file: &Path, object: &str) -> Result<Vec<String>> {
             Entry::Dataset(p, _) | Entry::Refused(p, _) => Some(super::join(object, &p)),
             _ => None,
         })
-        .filter(|p| !(h5.matlab && p.split('/').any(|c| c == "#refs#")) && !phony(&h5, p))
+        .filter(|p| !(phony(&h5, p) || h5.matlab && p.split('/').any(|c| c == "#refs#")))
         .collect())
+}
+
+/// The refusal of a whole file where one dataset is wanted in place: its datasets
+/// listed, and how to name one (or what is wrong with the file).
+pub fn name_one(file: &Path) -> Error {
+    match datasets(file, "") {
+        Err(e) => e,
+        Ok(names) => Error::from(ErrorKind::InvalidArgument(format!(
+            "an HDF5 file of {} datasets{}: name one as {}/PATH, as h5ls names it",
+            names.len(),
+            listed(&names),
+            file.display()
+        )))
+        .at(file),
+    }
 }
 
 /// Whether the dataset `object` of `h5` is a netCDF dimension that is no variable
