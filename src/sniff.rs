@@ -5,6 +5,24 @@
 /// NumPy's `.npy` magic.
 pub const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 
+/// HDF5's signature (at 0, or after a user block: at 512 bytes times a power of two).
+pub const HDF5_MAGIC: &[u8] = b"\x89HDF\r\n\x1a\n";
+
+/// Whether `file` (`len` bytes long) holds HDF5's signature where a superblock may
+/// start: at 0, or at 512 bytes times a power of two (after a user block, such as a
+/// MATLAB v7.3 file's 512 bytes of text). A read of 8 bytes at each place.
+pub(crate) fn is_hdf5_file(file: &std::fs::File, len: u64) -> bool {
+    let mut at = 0u64;
+    while at.saturating_add(8) <= len {
+        let mut head = [0u8; 8];
+        if crate::sys::read_exact_at(file, &mut head, at).is_ok() && head.as_slice() == HDF5_MAGIC {
+            return true;
+        }
+        at = if at == 0 { 512 } else { at.saturating_mul(2) };
+    }
+    false
+}
+
 /// What [`what`] calls a `.npy` file.
 pub const NPY_NAME: &str = "a NumPy .npy file";
 
@@ -21,7 +39,8 @@ pub enum Support {
 
 /// What rastore reads, for messages that refuse something else.
 pub const READS: &str =
-    ".ra, .npy, .npz, PNG, NIfTI, TIFF, safetensors, NetCDF-3, Zarr and dataset folders";
+    ".ra, .npy, .npz, PNG, NIfTI, TIFF, safetensors, HDF5 (NetCDF-4, MATLAB v7.3), NetCDF-3, \
+     Zarr and dataset folders";
 
 /// What [`what`] calls a safetensors file (which has no magic number: a length, then
 /// its JSON header).
@@ -44,7 +63,11 @@ const MAGICS: &[(&[u8], &str, Support)] = &[
     (b"\0\0\x01\x5c", "a big-endian NIfTI-1 image", Support::Read),
     (b"\x1c\x02\0\0", "a NIfTI-2 image", Support::Read),
     (b"\0\0\x02\x1c", "a big-endian NIfTI-2 image", Support::Read),
-    (b"\x89HDF\r\n\x1a\n", "an HDF5 file", Support::NotYet),
+    (
+        HDF5_MAGIC,
+        "an HDF5 file (or NetCDF-4, MATLAB v7.3)",
+        Support::Read,
+    ),
     (b"CDF\x01", "a NetCDF-3 classic file", Support::Read),
     (b"CDF\x02", "a NetCDF-3 64-bit offset file", Support::Read),
     (b"CDF\x05", "a NetCDF-3 64-bit data file", Support::Read),
@@ -59,7 +82,8 @@ const MAGICS: &[(&[u8], &str, Support)] = &[
     (b"BZh", "a bzip2 stream", Support::NoArray),
     (b"\xfd7zXZ\0", "an xz stream", Support::NoArray),
     (b"\x93MAT", "a MATLAB file", Support::NotYet),
-    (b"MATLAB", "a MATLAB file", Support::NotYet),
+    (b"MATLAB 7.3 MAT-file", "a MATLAB v7.3 file", Support::Read),
+    (b"MATLAB", "a MATLAB v5 file", Support::NotYet),
     (b"\x7fELF", "an executable (ELF)", Support::NoArray),
     (b"{", "JSON text", Support::NoArray),
 ];
@@ -135,7 +159,13 @@ mod tests {
         assert_eq!(what(b"text\x00binary"), None);
         assert!(is_npy(b"\x93NUMPY\x02\x00") && !is_npy(b"\x93NUMP"));
         assert_eq!(support(NPY_NAME), Support::Read);
-        assert_eq!(support("an HDF5 file"), Support::NotYet);
+        assert_eq!(support("a JPEG image"), Support::NotYet);
+        let h5 = what(b"\x89HDF\r\n\x1a\n\x00").unwrap();
+        assert_eq!(support(h5), Support::Read);
+        assert_eq!(
+            support(what(b"MATLAB 5.0 MAT-file").unwrap()),
+            Support::NotYet
+        );
         assert_eq!(support(TEXT_NAME), Support::NoArray);
         let st = b"\x10\0\0\0\0\0\0\0{\"a\":{}}       ";
         assert_eq!(what(st), Some(SAFETENSORS_NAME));

@@ -25,7 +25,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// A fuzz target's body.
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 17] = [
+const TARGETS: [(&str, Target); 18] = [
     ("header", fuzzing::header),
     ("file", fuzzing::file),
     ("npy_header", fuzzing::npy_header),
@@ -43,6 +43,7 @@ const TARGETS: [(&str, Target); 17] = [
     ("nifti", fuzzing::nifti),
     ("tiff", fuzzing::tiff),
     ("netcdf3", fuzzing::netcdf3),
+    ("hdf5", fuzzing::hdf5),
 ];
 
 fn inputs(target: &str) -> Vec<PathBuf> {

@@ -54,9 +54,9 @@ fn read<'py>(
         let npy = py.detach(|| NpySource::open(&path)).map_err(to_py)?;
         return read_npy(py, npy, allocate);
     }
-    // What the file is, told once: a safetensors tensor, a NIfTI image, a TIFF or a
-    // NetCDF variable go through their engine sources, anything else to the RawArray
-    // reader.
+    // What the file is, told once: a safetensors tensor, a NIfTI image, a TIFF, a
+    // NetCDF-3 variable or an HDF5 dataset (`x.h5/grp/dset`) go through their engine
+    // sources, anything else to the RawArray reader.
     let (file, member) = rastore::convert::member_path(&path);
     match (Format::of(&file).ok(), member) {
         (Some(Format::Safetensors), member) => {
@@ -67,7 +67,9 @@ fn read<'py>(
             let variable = py.detach(|| variable_of(&file, member)).map_err(to_py)?;
             return read_variable(py, variable, allocate);
         }
-        (Some(Format::Nifti | Format::Tiff), None) => return read_source(py, &path, allocate),
+        (Some(Format::Nifti | Format::Tiff), None) | (Some(Format::Hdf5), _) => {
+            return read_source(py, &path, allocate)
+        }
         _ => {}
     }
     let reader = py
@@ -207,6 +209,7 @@ fn format_of_name(path: PathBuf) -> Option<&'static str> {
         Format::Safetensors => "safetensors",
         Format::Nifti => "nifti",
         Format::NetCdf3 => "nc",
+        Format::Hdf5 => "hdf5",
         Format::Ra => "ra",
     })
 }
@@ -378,7 +381,7 @@ fn check_output(path: PathBuf) -> PyResult<()> {
 
 /// `ra info --json` of a `.ra` or `.npy` file, told apart by its first bytes (a bad
 /// `.npy`, a truncated one say, is refused as a `.npy`), of a NIfTI image, of a
-/// safetensors tensor, or of a NetCDF variable.
+/// safetensors tensor, of a NetCDF-3 variable, or of an HDF5 dataset.
 #[pyfunction]
 fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     py.detach(|| {
@@ -396,6 +399,8 @@ fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
                 }
                 _ => engine::open(&path).map(|_| String::new()),
             }
+        } else if let Some(json) = hdf5_info(&path) {
+            json
         } else if rastore::convert::placeable(&path) {
             // One tensor of a safetensors file (`m.safetensors/NAME`), or its only one.
             use rastore::formats::safetensors::engine;
@@ -408,6 +413,33 @@ fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
         }
     })
     .map_err(to_py)
+}
+
+/// `ra info --json` of an HDF5 dataset (`x.h5/grp/dset`); `None` for anything else.
+#[cfg(feature = "hdf5")]
+fn hdf5_info(path: &Path) -> Option<rastore::Result<String>> {
+    let (file, object) = rastore::convert::member_path(path);
+    if !file.is_file() || Format::of(&file).ok() != Some(Format::Hdf5) {
+        return None;
+    }
+    let object = object.unwrap_or_default();
+    Some(
+        rastore::formats::hdf5::info::lines(&file, &object).and_then(|lines| {
+            match lines.as_slice() {
+                [one] if one.json["kind"] == "dataset" => {
+                    let mut j = one.json.clone();
+                    j["path"] = serde_json::Value::String(one.path.to_string_lossy().into_owned());
+                    Ok(j.to_string())
+                }
+                _ => rastore::convert::open(path, &ConvertOptions::new()).map(|_| String::new()),
+            }
+        }),
+    )
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn hdf5_info(_path: &Path) -> Option<rastore::Result<String>> {
+    None
 }
 
 /// `ra convert`: between `.ra`, `.npy`, `.png` and Zarr by extension, either side

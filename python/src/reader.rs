@@ -1,7 +1,8 @@
 //! Gathers from Python: `rastore.Array.take` and integer-array indexing read a batch of
 //! selections in one call, with the GIL released. `ReaderCore` is a local file's
-//! reader (kept open by `rastore.Array`, one per process); objects have the same
-//! `gather` on `RemoteFileCore`.
+//! reader (kept open by `rastore.Array`, one per process), or, for another format's
+//! array that does not lie raw in its file (a chunked HDF5 dataset), its engine
+//! source; objects have the same `gather` on `RemoteFileCore`.
 
 use std::path::{Path, PathBuf};
 
@@ -183,7 +184,7 @@ impl ReaderCore {
     }
 
     /// Whether the page cache holds `base` with each of `indices` on `axis`, judged by
-    /// a few of them.
+    /// a few of them (an engine source: no, it decodes).
     fn resident(
         &self,
         py: Python<'_>,
@@ -191,6 +192,9 @@ impl ReaderCore {
         axis: usize,
         indices: PyReadonlyArray1<'_, u64>,
     ) -> PyResult<bool> {
+        let Reading::Ra(reader) = &self.reader else {
+            return Ok(false);
+        };
         let indices = indices_of(&indices)?;
         let step = (indices.len() / 8).max(1);
         let probes: Vec<u64> = indices.iter().step_by(step).take(8).copied().collect();

@@ -15,6 +15,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(zarr_in_place, m)?)?;
     m.add_function(wrap_pyfunction!(references_json, m)?)?;
     m.add_function(wrap_pyfunction!(file_group, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5_chunks, m)?)?;
     Ok(())
 }
 
@@ -93,5 +94,33 @@ fn file_group(py: Python<'_>, location: PathBuf) -> PyResult<Option<(Vec<String>
         let names = ds.variables.iter().map(|v| v.name.clone()).collect();
         let attrs = serde_json::Value::Object(ds.attributes_json()).to_string();
         Ok(Some((names, attrs)))
+    })
+}
+
+/// The chunks of a chunked HDF5 dataset (`x.h5/grp/dset`) as JSON: its Zarr v2
+/// `zarray` and `zattrs`, and `chunks`, each stored chunk's key and `[offset, length]`
+/// in the file (`file`, absolute); `None` for anything else.
+#[pyfunction]
+fn hdf5_chunks(py: Python<'_>, location: PathBuf) -> PyResult<Option<String>> {
+    py.detach(|| {
+        let Some(t) = refs::hdf5_chunks(&location).map_err(to_py)? else {
+            return Ok(None);
+        };
+        let file =
+            std::path::absolute(rastore::convert::member_path(&location).0).unwrap_or_default();
+        let chunks: serde_json::Map<String, serde_json::Value> = t
+            .chunks
+            .iter()
+            .map(|(k, r)| (k.clone(), json!([r.start, r.end - r.start])))
+            .collect();
+        Ok(Some(
+            json!({
+                "file": file.to_string_lossy(),
+                "zarray": t.zarray,
+                "zattrs": t.zattrs,
+                "chunks": chunks,
+            })
+            .to_string(),
+        ))
     })
 }

@@ -49,6 +49,7 @@ pub(crate) fn open_local(
         Format::Zarr => open_zarr(path, options)?,
         Format::Nifti => crate::formats::nifti::engine::open(path)?,
         Format::NetCdf3 => Box::new(crate::formats::netcdf3::engine::open(path)?),
+        Format::Hdf5 => open_hdf5(path, None)?,
         Format::Npz => {
             let members = crate::formats::npz::engine::members(path)?;
             match members.as_slice() {
@@ -62,7 +63,7 @@ pub(crate) fn open_local(
 }
 
 /// The array named `name` inside the local `file`, a file of named arrays: a tensor of
-/// a safetensors file, a variable of a NetCDF file. Files of one array are refused.
+/// a safetensors file, a variable of a NetCDF-3 file, a dataset of an HDF5 file. Files of one array are refused.
 pub(crate) fn open_inside(file: &Path, name: &str) -> Result<Box<dyn Source>> {
     match Format::of(file)? {
         Format::Safetensors => Ok(Box::new(crate::formats::safetensors::engine::open_tensor(
@@ -71,11 +72,30 @@ pub(crate) fn open_inside(file: &Path, name: &str) -> Result<Box<dyn Source>> {
         Format::NetCdf3 => Ok(Box::new(crate::formats::netcdf3::engine::open_variable(
             file, name,
         )?)),
+        Format::Hdf5 => open_hdf5(file, Some(name)),
         f => Err(Error::from(ErrorKind::Unsupported(format!(
             "a member ({name:?}) of a {f:?} file: it holds one array"
         )))
         .at(file)),
     }
+}
+
+/// The dataset `object` of the HDF5 file `file`, or its one dataset.
+#[cfg(feature = "hdf5")]
+fn open_hdf5(file: &Path, object: Option<&str>) -> Result<Box<dyn Source>> {
+    use crate::formats::hdf5::engine;
+    match object {
+        Some(o) => engine::open_object(file, o),
+        None => engine::open(file),
+    }
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn open_hdf5(file: &Path, _object: Option<&str>) -> Result<Box<dyn Source>> {
+    Err(Error::from(ErrorKind::Unsupported(
+        "an HDF5 file, in a build without the `hdf5` feature".into(),
+    ))
+    .at(file))
 }
 
 /// Refuses to take one array from an archive of `members`, saying what to do.

@@ -34,6 +34,10 @@ pub enum Format {
     /// one of them as `x.nc/NAME`. An input only. (An `.nc` that is NetCDF-4 is HDF5,
     /// told by its contents.)
     NetCdf3,
+    /// HDF5: `.h5`, `.hdf5`, `.he5`, and NetCDF-4 `.nc` and MATLAB v7.3 `.mat` files,
+    /// which are HDF5 inside (an input only): a tree of datasets, or one as
+    /// `x.h5/grp/dset`.
+    Hdf5,
 }
 
 impl Format {
@@ -61,8 +65,12 @@ impl Format {
         if head.starts_with(b"\x1f\x8b") && crate::formats::nifti::gzipped(path) {
             return Ok(Format::Nifti);
         }
+        let len = file.metadata().map_err(io_at("stat", path))?.len();
+        if crate::sniff::is_hdf5_file(&file, len) {
+            return Ok(Format::Hdf5);
+        }
         // An `.nc` is NetCDF-3 by its contents only (`CDF`, its version for the reader
-        // to judge): NetCDF-4 is HDF5, said as what it is.
+        // to judge): NetCDF-4 is HDF5, told above.
         let ext = Self::by_extension(path)
             .filter(|f| *f != Format::NetCdf3 || head[..n].starts_with(b"CDF"));
         ext.ok_or_else(|| {
@@ -98,6 +106,8 @@ impl Format {
             Some(Format::Nifti)
         } else if crate::formats::netcdf3::looks_like(head) {
             Some(Format::NetCdf3)
+        } else if starts(crate::sniff::HDF5_MAGIC) {
+            Some(Format::Hdf5)
         } else {
             None
         }
@@ -108,9 +118,10 @@ impl Format {
     pub fn of_output(path: &Path) -> Result<Format> {
         match Self::by_extension(path) {
             Some(Format::Npz) | None => Err(Error::from(ErrorKind::UnknownOutput).at(path)),
-            Some(Format::NetCdf3) => Err(Error::from(ErrorKind::Unsupported(
-                "writing NetCDF: convert into a dataset folder, and xarray's to_netcdf \
-                 writes it (xr.open_dataset(folder, engine=\"rastore\").to_netcdf(...))"
+            Some(Format::NetCdf3 | Format::Hdf5) => Err(Error::from(ErrorKind::Unsupported(
+                "an HDF5, NetCDF or MATLAB output: rastore reads them, and does not write \
+                 them; convert into a folder, which h5py or xarray's to_netcdf writes out \
+                 (xr.open_dataset(folder, engine=\"rastore\").to_netcdf(...); docs/HDF5.md)"
                     .into(),
             ))
             .at(path)),
@@ -119,8 +130,8 @@ impl Format {
     }
 
     /// The format `path`'s extension names (`.ra`, `.npy`, `.png`, `.tif`, `.tiff`, `.npz`,
-    /// `.zarr`, `.safetensors`, `.nii`, `.nii.gz`, `.hdr`, `.img`, `.nc`, in any case; a trailing
-    /// `/` ignored), if any.
+    /// `.zarr`, `.safetensors`, `.nii`, `.nii.gz`, `.hdr`, `.img`, `.nc`, `.h5`, `.hdf5`,
+    /// `.he5`, `.mat`, in any case; a trailing `/` ignored), if any.
     pub fn by_extension(path: &Path) -> Option<Format> {
         let name = path.to_str()?.trim_end_matches(['/', '\\']);
         let ext = Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
@@ -134,6 +145,7 @@ impl Format {
             "safetensors" => Some(Format::Safetensors),
             "nii" | "hdr" | "img" => Some(Format::Nifti),
             "nc" => Some(Format::NetCdf3),
+            "h5" | "hdf5" | "he5" | "mat" => Some(Format::Hdf5),
             "gz" if crate::formats::nifti::gz_named(Path::new(name)) => Some(Format::Nifti),
             _ => None,
         }

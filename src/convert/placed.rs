@@ -9,7 +9,7 @@
 //! are not one raw run (compressed, chunked, scattered).
 //!
 //! A path may go on past its file to name one member of it, as `h5ls` names a
-//! dataset: `m.safetensors/NAME`, `x.nc/VAR` ([`member_path`]).
+//! dataset: `m.safetensors/NAME`, `x.nc/VAR`, `x.h5/grp/dset` ([`member_path`]).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -79,7 +79,12 @@ pub fn placeable(path: &Path) -> bool {
     member.is_some()
         || matches!(
             Format::of(&file),
-            Ok(Format::Npy | Format::Safetensors | Format::Nifti | Format::Tiff | Format::NetCdf3)
+            Ok(Format::Npy
+                | Format::Safetensors
+                | Format::Nifti
+                | Format::Tiff
+                | Format::NetCdf3
+                | Format::Hdf5)
         )
 }
 
@@ -121,6 +126,13 @@ pub fn placed(path: &Path) -> Result<Placed> {
             )))
             .at(&file));
         }
+        #[cfg(feature = "hdf5")]
+        (Format::Hdf5, Some(name)) => {
+            let layout = crate::formats::hdf5::engine::placed(&file, &name)?;
+            (file, layout)
+        }
+        #[cfg(feature = "hdf5")]
+        (Format::Hdf5, None) => return Err(crate::formats::hdf5::engine::name_one(&file)),
         (Format::Nifti, None) => crate::formats::nifti::engine::placed(&file)?,
         (Format::Tiff, None) => {
             let layout = crate::formats::tiff::parse_file(&file)?

@@ -1,7 +1,10 @@
 //! A `.ra` file or object read as Zarr in place ([`crate::formats::zarr::InPlace`]):
 //! its Zarr metadata and chunk ranges, and kerchunk references to them, for a local
 //! path or an `s3://` URL; an uncompressed `.npy` file likewise (its data at an
-//! offset, in C or Fortran order). Nothing is written to the file.
+//! offset, in C or Fortran order), and any array that lies raw in another format's
+//! file. A chunked HDF5 dataset is its own chunks ([`hdf5_chunks`]): each a byte
+//! range of the file, with the dataset's filters as the Zarr codecs, as kerchunk's
+//! HDF5 reader gives them. Nothing is written to the file.
 
 use std::fs::File;
 use std::ops::Range;
@@ -180,6 +183,13 @@ pub fn references(
     url: Option<&str>,
     options: &ConvertOptions,
 ) -> Result<Value> {
+    if let Some(table) = hdf5_chunks(input)? {
+        // Chunked in the file: its own chunks, whatever `chunks` asks.
+        let file =
+            std::path::absolute(super::member_path(input).0).map_err(io_at("resolve", input))?;
+        let own = file.to_string_lossy();
+        return Ok(table.references(url.unwrap_or(&own), &array_name(input)));
+    }
     if let Some(names) = super::members(input).filter(|_| is_netcdf(input)) {
         return file_references(input, &names?, chunks, url, options);
     }
@@ -235,6 +245,21 @@ fn file_references(
     );
     all.insert(".zattrs".into(), text(Value::Object(ds.attributes_json())));
     Ok(serde_json::json!({"version": 1, "refs": all}))
+}
+
+/// The chunk table of the chunked HDF5 dataset `input` names (`x.h5/grp/dset`): a
+/// Zarr v2 `.zarray` and `.zattrs` (the dataset's attributes), and each stored chunk's
+/// byte range in the file. `None` for anything else (a contiguous HDF5 dataset lies
+/// raw in its file: [`zarr_in_place`] reads it).
+pub fn hdf5_chunks(input: &Path) -> Result<Option<crate::formats::zarr::ChunkTable>> {
+    #[cfg(feature = "hdf5")]
+    if let (file, Some(object)) = super::member_path(input) {
+        if file.is_file() && Format::of(&file).ok() == Some(Format::Hdf5) {
+            return crate::formats::hdf5::engine::chunk_table(&file, &object);
+        }
+    }
+    let _ = input;
+    Ok(None)
 }
 
 /// [`references`] written as JSON to the local file `output`, as every writer writes:

@@ -7,12 +7,16 @@
 //! what the input legitimately describes: its own length plus, once the header has been
 //! validated, the decoded size it declares.
 
+#[cfg(feature = "hdf5")]
+mod hdf5;
 mod netcdf3;
 mod nifti;
 mod npz;
 mod safetensors;
 mod tiff;
 
+#[cfg(feature = "hdf5")]
+pub use hdf5::hdf5;
 pub use netcdf3::netcdf3;
 pub use nifti::nifti;
 pub use npz::npz;

@@ -9,6 +9,7 @@ mod dataset;
 mod engine;
 mod gather;
 mod hardening;
+mod hdf5;
 mod interrupt;
 mod malformed;
 mod netcdf3;

@@ -11,13 +11,14 @@ use crate::tool::{fails, ok, run, s};
 
 /// 1: a file of no format rastore reads keeps its magic number in the message, and says
 /// what rastore does read and that `ra convert` converts between them; a format it
-/// does not read yet (HDF5, GIF) is named as such, with the same list.
+/// does not read yet (GIF) is named as such, with the same list; one it reads but that
+/// is broken (an HDF5 signature and nothing of a superblock) is refused as that format.
 #[test]
 fn a_file_of_no_known_format_is_told_what_rastore_reads() {
     let d = tmp();
     let p = |n: &str| d.path().join(n);
-    let reads =
-        ".ra, .npy, .npz, PNG, NIfTI, TIFF, safetensors, NetCDF-3, Zarr and dataset folders";
+    let reads = ".ra, .npy, .npz, PNG, NIfTI, TIFF, safetensors, HDF5 (NetCDF-4, MATLAB v7.3), \
+                 NetCDF-3, Zarr and dataset folders";
     let mut junk = vec![0x0d, 0x6d, 0xd7, 0xae, 0x65, 0xdc, 0xcb, 0x12];
     junk.extend([7u8; 92]);
     std::fs::write(p("junk.bin"), &junk).unwrap();
@@ -41,10 +42,17 @@ fn a_file_of_no_known_format_is_told_what_rastore_reads() {
             "{args:?}: {err}"
         );
     }
-    for (name, what, magic) in [
-        ("x.h5", "an HDF5 file", "0x0a1a0a0d46444889"),
-        ("x.gif", "a GIF image", "0x0000613938464947"),
+    for args in [
+        vec!["describe", s(&p("x.h5"))],
+        vec!["convert", s(&p("x.h5")), s(&out)],
     ] {
+        let err = fails(&args, 1);
+        assert!(
+            err.contains("x.h5: not a valid HDF5 file: superblock"),
+            "{args:?}: {err}"
+        );
+    }
+    for (name, what, magic) in [("x.gif", "a GIF image", "0x0000613938464947")] {
         for args in [
             vec!["describe", s(&p(name))],
             vec!["convert", s(&p(name)), s(&out)],

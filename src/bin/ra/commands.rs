@@ -246,9 +246,10 @@ fn info_line(i: &rastore::info::FileInfo) -> String {
 }
 
 /// Runs `each` on every file, a folder standing for its dataset's variables (and its
-/// sub-groups') and a file of named arrays for them (a safetensors file's tensors, a
-/// NetCDF file's variables, each `FILE/NAME`); failures are reported on stderr and the
-/// others go on; fails if any did.
+/// sub-groups'), a file of named arrays for them (a safetensors file's tensors, a
+/// NetCDF-3 file's variables, each `FILE/NAME`) and an HDF5 file (or a group in it)
+/// for its datasets; failures are reported on stderr and the others go on; fails if
+/// any did.
 fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcome {
     let mut bad = false;
     let mut all = Vec::new();
@@ -258,6 +259,17 @@ fn per_file(files: &[PathBuf], mut each: impl FnMut(&Path) -> Outcome) -> Outcom
             match found {
                 Ok(names) => all.extend(names.iter().map(|n| p.join(n))),
                 Err(_) => all.push(p.clone()),
+            }
+            continue;
+        }
+        if let Some((file, object)) = crate::hdf5::target(p) {
+            // An HDF5 file or group stands for its datasets, each `x.h5/grp/dset`.
+            match crate::hdf5::datasets(&file, &object) {
+                Ok(found) => all.extend(found),
+                Err(e) => {
+                    bad = true;
+                    eprintln!("{}", term::line(&crate::message(&e)));
+                }
             }
             continue;
         }
@@ -418,7 +430,25 @@ pub fn info(a: &InfoArgs) -> Outcome {
             }
         }
     }
-    let files = per_file(&a.files, |p| {
+    // An HDF5 file or object: its tree, as `h5ls -r` lists it.
+    let mut rest = Vec::new();
+    for p in &a.files {
+        match crate::hdf5::target(p) {
+            Some((file, object)) => match crate::hdf5::info_lines(&file, &object, a.json) {
+                Ok(lines) => {
+                    for line in lines {
+                        writeln!(out, "{line}")?;
+                    }
+                }
+                Err(e) => {
+                    bad = true;
+                    eprintln!("{}", term::line(&crate::message(&e)));
+                }
+            },
+            None => rest.push(p.clone()),
+        }
+    }
+    let files = per_file(&rest, |p| {
         if is_npy(p) {
             writeln!(out, "{}", npy_info_line(p, a.json)?)?;
             return Ok(());
@@ -485,6 +515,11 @@ pub fn describe(a: &FileArg) -> Outcome {
         rastore::ndl::describe(&name, &h, i.trailer().unwrap_or_default())
     } else if is_netcdf3(&a.file) {
         rastore::formats::netcdf3::engine::describe(&a.file)?
+    } else if crate::hdf5::target(&a.file).is_some() {
+        // One dataset, described as the engine reads it.
+        let i = Input::open(&a.file)?;
+        let h = rastore::Header::new(i.dtype, &i.dims).map_err(|e| e.at(&a.file))?;
+        rastore::ndl::describe(&name, &h, i.trailer().unwrap_or_default())
     } else if rastore::convert::placeable(&a.file) {
         rastore::formats::safetensors::engine::describe(&a.file)?
     } else {

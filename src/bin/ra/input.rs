@@ -51,13 +51,13 @@ pub fn is_npy(path: &Path) -> bool {
 }
 
 /// Whether the read commands take `path`, of a format other than `.ra` and `.npy`, through
-/// the engine: NIfTI, TIFF, safetensors and NetCDF-3 (images and archives are converted first, as
-/// the message that refuses them says).
+/// the engine: NIfTI, TIFF, safetensors, NetCDF-3 and HDF5 (images and archives are
+/// converted first, as the message that refuses them says).
 fn takes(path: &Path) -> bool {
     use rastore::convert::Format;
     matches!(
         Format::of(path),
-        Ok(Format::Nifti | Format::Tiff | Format::Safetensors | Format::NetCdf3)
+        Ok(Format::Nifti | Format::Tiff | Format::Safetensors | Format::NetCdf3 | Format::Hdf5)
     )
 }
 

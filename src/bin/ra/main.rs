@@ -13,6 +13,7 @@ mod dims;
 mod elements;
 mod extract;
 mod folder;
+mod hdf5;
 mod input;
 #[cfg(feature = "zarr")]
 mod refs;

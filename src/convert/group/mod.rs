@@ -59,6 +59,10 @@ pub(super) fn convert(
         }
     }
     let out = Format::by_extension(output);
+    if out == Some(Format::Hdf5) {
+        // Read, never written: refused as an output before the input is read.
+        return Format::of_output(output).map(|_| None);
+    }
     let into_tree = match out {
         Some(Format::Zarr) => !options.zarr_bare(),
         Some(Format::Npz) => true,
@@ -130,6 +134,9 @@ enum Member {
     Tensor(PathBuf, String),
     /// An array inside a file of named arrays (a NetCDF variable), by name.
     Inside(PathBuf, String),
+    /// A dataset of an HDF5 file, by its path there.
+    #[cfg(feature = "hdf5")]
+    Hdf5(PathBuf, String),
 }
 
 /// A tree of arrays: each by its path in the tree (`a`, `sub/b`), and each group
@@ -187,6 +194,10 @@ impl Tree {
                 }
                 _ => {}
             }
+        }
+        #[cfg(feature = "hdf5")]
+        if let Some(tree) = hdf5_tree(input)? {
+            return Ok(Some(tree));
         }
         if !input.is_dir() {
             return Ok(None);
@@ -608,6 +619,8 @@ fn open_member(
             crate::formats::safetensors::engine::open_tensor(file, tensor)?,
         )),
         Member::Inside(file, name) => super::local::open_inside(file, name),
+        #[cfg(feature = "hdf5")]
+        Member::Hdf5(file, object) => crate::formats::hdf5::engine::open_object(file, object),
         Member::Zarr(p) => {
             let v = variable(name).to_string();
             let reading = match alone {
@@ -688,6 +701,40 @@ fn cdm_tree(kind: &'static str, file: &Path, ds: crate::formats::cdm::Dataset) -
         tree.arrays.push((name, m));
     }
     Ok(tree)
+}
+
+/// The tree of an HDF5 file, or of a group in it (`x.h5/grp`), if `input` names one:
+/// each dataset by its path from the group (`sub/x`), each group with its attributes.
+#[cfg(feature = "hdf5")]
+fn hdf5_tree(input: &Path) -> Result<Option<Tree>> {
+    use crate::formats::hdf5::engine;
+    let (file, object) = super::member_path(input);
+    if !file.is_file() || Format::of(&file).ok() != Some(Format::Hdf5) {
+        return Ok(None);
+    }
+    let object = object.unwrap_or_default();
+    if !engine::is_group(&file, &object)? {
+        return Ok(None);
+    }
+    let (datasets, groups) = engine::tree(&file, &object)?;
+    let mut tree = Tree::new("an HDF5 group", Map::new());
+    tree.groups = groups;
+    tree.groups.entry(String::new()).or_default();
+    let plain = |c: &str| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', '\0']);
+    for name in tree.groups.keys().chain(&datasets) {
+        if !name.is_empty() && !name.split('/').all(plain) {
+            return Err(Error::from(ErrorKind::Unsupported(format!(
+                "the HDF5 object {name:?}: a name that is no path inside a folder (`.`, \
+                 `..` or a backslash); name its datasets one by one as FILE/PATH instead"
+            )))
+            .at(&file));
+        }
+    }
+    for d in datasets {
+        let path = crate::formats::hdf5::join(&object, &d);
+        tree.arrays.push((d, Member::Hdf5(file.clone(), path)));
+    }
+    Ok(Some(tree))
 }
 
 /// Attributes as NDL holds them (a `dataset.yaml`'s), as JSON.

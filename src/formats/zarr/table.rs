@@ -175,7 +175,7 @@ mod tests {
         let mut file = vec![0xAAu8; 3];
         let mut chunks = BTreeMap::new();
         for (ci, cj) in [(0u64, 0u64), (0, 1), (1, 0), (2, 0), (2, 1)] {
-            let mut chunk = vec![0i32; 6];
+            let mut chunk = [0i32; 6];
             for a in 0..2 {
                 for b in 0..3 {
                     let (i, j) = (ci * 2 + a, cj * 3 + b);
