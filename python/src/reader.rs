@@ -192,9 +192,6 @@ impl ReaderCore {
         axis: usize,
         indices: PyReadonlyArray1<'_, u64>,
     ) -> PyResult<bool> {
-        let Reading::Ra(reader) = &self.reader else {
-            return Ok(false);
-        };
         let indices = indices_of(&indices)?;
         let step = (indices.len() / 8).max(1);
         let probes: Vec<u64> = indices.iter().step_by(step).take(8).copied().collect();
