@@ -115,6 +115,82 @@ class _ArrayNode:
         return data
 
 
+# Zarr v3 data types of the NumPy kinds and sizes a chunk table's ``.zarray`` names.
+_V3_TYPES = {("b", 1): "bool", ("i", 1): "int8", ("i", 2): "int16", ("i", 4): "int32",
+             ("i", 8): "int64", ("u", 1): "uint8", ("u", 2): "uint16", ("u", 4): "uint32",
+             ("u", 8): "uint64", ("f", 2): "float16", ("f", 4): "float32",
+             ("f", 8): "float64", ("c", 8): "complex64", ("c", 16): "complex128"}
+
+
+class _TableNode:
+    """An array whose chunks lie in another format's file, each encoded by its own
+    codecs (a chunked HDF5 dataset, ``x.h5/grp/dset``): the table the Rust core reads
+    from the file (``_rastore.hdf5_chunks``), served as Zarr v2 as it is, or as Zarr v3
+    with the same codecs as numcodecs' (``numcodecs.zlib``, ``numcodecs.shuffle``,
+    ``numcodecs.fletcher32``). A chunk not in the table is the fill value."""
+
+    def __init__(self, location, table):
+        t = json.loads(table)
+        self.location = location
+        self.file = t["file"]
+        self.zarray, self.zattrs = t["zarray"], dict(t["zattrs"])
+        self.chunks = {k: (int(a), int(n)) for k, (a, n) in t["chunks"].items()}
+        self.name = _array_name(location)
+        self._map = None
+
+    def _v3(self):
+        z = self.zarray
+        dt = np.dtype(z["dtype"])
+        kind = _V3_TYPES.get((dt.kind, dt.itemsize))
+        if kind is None:
+            raise ValueError(
+                f"{self.location}: {dt} has no Zarr v3 type; ZarrStore serves it with "
+                "zarr_format=2")
+        endian = "big" if dt.byteorder == ">" else "little"
+        codecs = [{"name": "bytes", "configuration": {"endian": endian}}]
+        for c in list(z.get("filters") or []) + ([z["compressor"]] if z.get("compressor") else []):
+            c = dict(c)
+            codecs.append({"name": f"numcodecs.{c.pop('id')}", "configuration": c})
+        attrs = dict(self.zattrs)
+        names = attrs.pop("_ARRAY_DIMENSIONS", None)
+        fill = z.get("fill_value")
+        meta = {
+            "zarr_format": 3, "node_type": "array", "shape": z["shape"],
+            "data_type": kind,
+            "chunk_grid": {"name": "regular",
+                           "configuration": {"chunk_shape": z["chunks"] or []}},
+            "chunk_key_encoding": {"name": "v2", "configuration": {"separator": "."}},
+            "fill_value": (False if kind == "bool" else 0) if fill is None else fill,
+            "codecs": codecs, "attributes": attrs,
+        }
+        if names is not None:
+            meta["dimension_names"] = names
+        return meta
+
+    def docs(self, zarr_format):
+        if zarr_format == 3:
+            return {"zarr.json": self._v3()}
+        return {".zarray": self.zarray, ".zattrs": self.zattrs}
+
+    def chunk_index(self, key, zarr_format):
+        return key if key in self.chunks else None
+
+    def chunk_keys(self, zarr_format):
+        return list(self.chunks)
+
+    def chunk(self, key):
+        start, n = self.chunks[key]
+        if self._map is None:
+            self._map = np.memmap(self.file, dtype="u1", mode="r")
+        return self._map[start:start + n]
+
+
+def _array_name(location):
+    """The name a single array goes by in a group: its member's (``x.h5/grp/dset``:
+    ``dset``), as ``rastore.references`` names it."""
+    return os.path.basename(location.rstrip("/")) or "array"
+
+
 def _group_docs(zarr_format, members, attributes=None):
     """A group's metadata documents, by key within it; in v3 its members' metadata
     consolidated (xarray asks). ``members``: (path, {key: doc}) of every node below."""
@@ -208,7 +284,11 @@ class ZarrStore(Store):
         elif group is not None:
             self._file_group(*group, docs, arrays)
         else:
-            array = _ArrayNode(self.location, self.chunks, self.storage_options)
+            table = None if _is_remote(self.location) else _rastore.hdf5_chunks(self.location)
+            if table is not None:
+                array = _TableNode(self.location, table)
+            else:
+                array = _ArrayNode(self.location, self.chunks, self.storage_options)
             prefix = f"{array.name}/" if self.group else ""
             arrays[prefix] = array
             mine = array.docs(self.zarr_format)

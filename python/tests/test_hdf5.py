@@ -191,3 +191,39 @@ def test_netcdf4_converts_into_a_folder_xarray_opens_identical(corpus, tmp_path,
     assert want.identical(got), (want, got)
     if "time" in want:
         assert np.issubdtype(got["time"].dtype, np.datetime64)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("filters", [
+    {"compression": "gzip", "shuffle": True},
+    {"compression": "gzip", "shuffle": True, "fletcher32": True},
+    {},
+])
+def test_zarr_store_serves_a_chunked_datasets_own_chunks(tmp_path, zarr_format, filters):
+    """rastore.ZarrStore over a chunked HDF5 dataset: its chunks as they lie in the file,
+    decoded by zarr-python with numcodecs' codecs, equal to h5py's values; a chunk never
+    written is the fill value."""
+    import h5py
+    import zarr
+
+    from rastore import ZarrStore
+
+    path = tmp_path / "x.h5"
+    want = np.arange(7 * 9 * 5, dtype=">i4").reshape(7, 9, 5) * 3 - 100
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("g/d", shape=want.shape, dtype=want.dtype, chunks=(3, 4, 5),
+                             fillvalue=-7, **filters)
+        d[:3] = want[:3]  # the other chunk rows are never written
+        d.attrs["units"] = "K"
+    with h5py.File(path) as f:
+        want = f["g/d"][()]
+        assert (want[3:] == -7).all()
+    store = ZarrStore(f"{path}/g/d", group=False, zarr_format=zarr_format)
+    z = zarr.open_array(store, mode="r", zarr_format=zarr_format)
+    assert z.shape == want.shape
+    assert np.dtype(z.dtype) in (want.dtype, want.dtype.newbyteorder("="))
+    np.testing.assert_array_equal(z[...], want)
+    np.testing.assert_array_equal(z[2:5, 1:8:3, 4], want[2:5, 1:8:3, 4])
+    assert z.attrs["units"] == "K"
+    grouped = zarr.open_group(ZarrStore(f"{path}/g/d", zarr_format=zarr_format), mode="r")
+    np.testing.assert_array_equal(grouped["d"][...], want)

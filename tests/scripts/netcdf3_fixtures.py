@@ -362,7 +362,8 @@ def hostile(folder):
             with open(path, "wb") as f:
                 f.write(good[:n])
             lines.append(f"{os.path.basename(path)} {'numrecs' if name == 'cut_data' else ''}")
-    # A text file named .nc, and an HDF5 (NetCDF-4) file: refused as what they are.
+    # A text file named .nc, and a NetCDF-4 (HDF5) file cut short: refused as what
+    # they are.
     with open(os.path.join(folder, "text.nc"), "w") as f:
         f.write("netcdf x { dimensions: x = 3 ; }\n")
     lines.append("text.nc text")
@@ -370,6 +371,8 @@ def hostile(folder):
     d.createDimension("x", 2)
     d.createVariable("v", "f4", ("x",))[:] = [1, 2]
     d.close()
+    with open(os.path.join(folder, "nc4.nc"), "r+b") as f:
+        f.truncate(100)
     lines.append("nc4.nc HDF5")
     with open(os.path.join(folder, "hostile.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
