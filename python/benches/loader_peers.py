@@ -23,7 +23,9 @@ same run, and for the Ray ways the bytes of Ray's object store they touched.
 memory, page cache included, is limited to M MiB (Linux, root; cgroup v1 or v2): a
 machine of that much memory, so that a file bigger than memory needs no disk bigger
 than the machine's memory. ``--first-seconds S`` also reports each way's samples/s over
-the first S seconds of the cold epoch (the way a new user watches a run start).
+the first S seconds of the cold epoch (the way a new user watches a run start);
+``--seconds T`` cuts every epoch short after T seconds (a file bigger than memory, at
+the pace ``np.memmap`` reads it, would take hours), its rate over what it read.
 ``--fio`` runs fio (Debian's ``fio``) replaying random reads of one frame (12 KiB,
 ``O_DIRECT``, io_uring, 64 in flight) over the same file for 20 s: the device's floor
 for a gather around the cache, in frames/s.
@@ -103,8 +105,13 @@ class Clock:
     def rate(self):
         return self.done / (time.perf_counter() - self.t0)
 
+    def over(self):
+        """Whether the epoch has run its ``--seconds``."""
+        return bool(LIMIT[0]) and time.perf_counter() - self.t0 >= LIMIT[0]
+
 
 FIRST = [0]  # --first-seconds, for the ways' first epochs
+LIMIT = [0]  # --seconds: each epoch cut short after that long
 EARLY = {}   # way -> samples/s over its first seconds
 
 
@@ -138,6 +145,8 @@ def run_memmap(path, n, workers, epochs):
             clock = Clock(FIRST[0] if e == 0 else 0)
             for b in pool.imap(memmap_batch, jobs, chunksize=1):
                 clock.add(len(b))
+                if clock.over():
+                    break
             out.append(clock.rate())
             if e == 0:
                 EARLY["np.memmap, worker processes"] = clock.early
@@ -154,6 +163,8 @@ def run_loader(path, workers, epochs, warm, name):
             clock = Clock(FIRST[0] if e == 0 else 0)
             for b in loader:
                 clock.add(len(b))
+                if clock.over():
+                    break
             out.append(clock.rate())
             if e == 0:
                 EARLY[name] = clock.early
@@ -165,13 +176,14 @@ def run_take(path, n, epochs):
     buf = np.empty(FRAME + (BATCH,), np.uint8, order="F")
     out = []
     for e in range(epochs):
-        t = time.perf_counter()
-        done = 0
+        clock = Clock(0)
         for b in batches(n, e):
             o = buf if len(b) == BATCH else np.empty(FRAME + (len(b),), np.uint8, order="F")
             x.take(b, out=o)
-            done += len(b)
-        out.append(done / (time.perf_counter() - t))
+            clock.add(len(b))
+            if clock.over():
+                break
+        out.append(clock.rate())
     return out
 
 
@@ -238,10 +250,13 @@ def main():
     ap.add_argument("--mem-limit-mib", type=int, default=None)
     ap.add_argument("--first-seconds", type=float, default=0)
     ap.add_argument("--fio", action="store_true")
+    ap.add_argument("--seconds", type=float, default=0)
+    ap.add_argument("--skip", default="", help="ways to leave out, comma-separated prefixes")
     args = ap.parse_args()
     if args.mem_limit_mib:
         limit_memory(args.mem_limit_mib)
     FIRST[0] = args.first_seconds
+    LIMIT[0] = args.seconds
     frame_bytes = int(np.prod(FRAME))
     n = args.mib * (1 << 20) // frame_bytes
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
@@ -275,6 +290,8 @@ def main():
              lambda: run_loader(path, args.workers, args.epochs, False, "Loader (warm=False)")),
             ("Array.take, one process", lambda: run_take(path, n, args.epochs)),
         ]
+        skip = [p for p in args.skip.split(",") if p]
+        ways = [(name, fn) for name, fn in ways if not any(name.startswith(p) for p in skip)]
         for name, fn in ways:
             evict(path)
             results[name] = fn()
