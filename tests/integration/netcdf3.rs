@@ -228,3 +228,23 @@ fn hostile_files_are_refused_naming_file_and_field() {
         .collect();
     assert!(left.is_empty(), "scratch files left: {left:?}");
 }
+
+/// A NetCDF-3 file of no dimensions, attributes or variables converts into an empty
+/// dataset (a `dataset.yaml` of no attributes, FORMAT.md §10), which converts on (into
+/// an empty Zarr group), not into an empty folder that is no dataset.
+#[test]
+fn a_file_of_no_variables_is_an_empty_dataset() {
+    let dir = tmp();
+    let nc = dir.path().join("empty.nc");
+    // Magic, no records, and the three lists ABSENT (a zero tag and a zero count each).
+    let mut bytes = b"CDF\x01".to_vec();
+    bytes.extend_from_slice(&[0u8; 4 + 3 * 8]);
+    std::fs::write(&nc, bytes).unwrap();
+    let out = dir.path().join("out");
+    ok(&[OsStr::new("convert"), nc.as_os_str(), out.as_os_str()]);
+    let yaml = std::fs::read_to_string(out.join("dataset.yaml")).unwrap();
+    assert!(yaml.contains("attributes: {}"), "{yaml}");
+    let zarr = dir.path().join("out.zarr");
+    ok(&[OsStr::new("convert"), out.as_os_str(), zarr.as_os_str()]);
+    assert!(zarr.join("zarr.json").is_file());
+}

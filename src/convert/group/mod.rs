@@ -291,7 +291,10 @@ impl Tree {
                 let _writing = crate::leftovers::writing();
                 std::fs::create_dir_all(top.join(g)).map_err(io_at("create folder", output))?;
             }
-            if !zarr && !attrs.is_empty() {
+            // A tree of no arrays is still a dataset: an empty one is a `dataset.yaml`
+            // of no attributes (FORMAT.md §10), not an empty folder readers refuse.
+            let empty = g.is_empty() && self.arrays.is_empty();
+            if !zarr && (!attrs.is_empty() || empty) {
                 let path = top.join(g).join(crate::dataset::ATTRIBUTES);
                 let doc = self
                     .typed
