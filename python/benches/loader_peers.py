@@ -26,8 +26,9 @@ than the machine's memory. ``--first-seconds S`` also reports each way's samples
 the first S seconds of the cold epoch (the way a new user watches a run start);
 ``--seconds T`` cuts every epoch short after T seconds (a file bigger than memory, at
 the pace ``np.memmap`` reads it, would take hours), its rate over what it read.
-``--fio`` runs fio (Debian's ``fio``) replaying random reads of one frame (12 KiB,
-``O_DIRECT``, io_uring, 64 in flight) over the same file for 20 s: the device's floor
+``--fio`` runs fio (Debian's ``fio``) replaying a gather's reads over the same file for
+20 s: random reads of the pages one frame spans (16 KiB for these 12 KiB frames, which
+start 80 bytes into a page), ``O_DIRECT``, io_uring, 64 in flight; the device's floor
 for a gather around the cache, in frames/s.
 """
 import argparse
@@ -78,15 +79,20 @@ def limit_memory(mib):
         f.write(str(os.getpid()))
 
 
-def fio_floor(path, seconds=20):
-    """Frames/s of fio's random 12 KiB O_DIRECT reads of ``path`` at 64 in flight."""
+def fio_floor(path, offset, seconds=20):
+    """Frames/s of fio replaying a gather's reads of ``path``: each frame (at ``offset``
+    plus a multiple of its size) read around the cache as the whole pages it spans
+    (O_DIRECT reads are page-aligned: 16 KiB for a 12 KiB frame off a page boundary),
+    at random, 64 in flight through io_uring."""
     import json
     import subprocess
 
+    frame = int(np.prod(FRAME))
+    span = (offset % 4096 + frame + 4095) // 4096 * 4096
     out = subprocess.run(
-        ["fio", "--name=frames", f"--filename={path}", "--rw=randread", "--bs=12k",
-         "--direct=1", "--ioengine=io_uring", "--iodepth=64", f"--runtime={seconds}",
-         "--time_based", "--output-format=json"],
+        ["fio", "--name=frames", f"--filename={path}", "--rw=randread", f"--bs={span}",
+         "--blockalign=4k", "--direct=1", "--ioengine=io_uring", "--iodepth=64",
+         f"--runtime={seconds}", "--time_based", "--output-format=json"],
         check=True, capture_output=True, text=True).stdout
     return json.loads(out)["jobs"][0]["read"]["iops"]
 
@@ -312,11 +318,11 @@ def main():
                 print(f"{name:32} first {FIRST[0]:g} s: {early:10,.0f}{vs}")
         if args.fio:
             evict(path)
-            floor = fio_floor(path)
+            floor = fio_floor(path, os.path.getsize(path) - n * int(np.prod(FRAME)))
             for name in ("Loader (warm: auto)", "Loader (warm=False)"):
                 rates = results[name]
                 print(f"{name:32} cold epoch {rates[0]:10,.0f} = {rates[0] / floor:5.2f}x fio's "
-                      f"{floor:,.0f} random 12 KiB reads/s")
+                      f"{floor:,.0f} frame reads/s")
         for name, b in touched.items():
             size = f"{b / (1 << 20):,.0f} MiB" if isinstance(b, int) else b
             print(f"{name}: Ray's object store touched {size} (its high-water mark)")
