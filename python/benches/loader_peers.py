@@ -305,10 +305,10 @@ def main():
         if args.ray:
             rates, touched = run_ray(path, folder, n, args.workers, args.epochs)
             results.update(rates)
-        base = results["np.memmap, worker processes"]
         for name, rates in results.items():
             peer = "memmap" if not name.startswith("read_") else "read_numpy"
-            ref = base if peer == "memmap" else results["read_numpy + random_shuffle"]
+            ref = results.get("np.memmap, worker processes" if peer == "memmap"
+                              else "read_numpy + random_shuffle") or [float("nan")] * len(rates)
             cells = "  ".join(f"{r:10,.0f} ({r / b:5.2f}x {peer})" for r, b in zip(rates, ref))
             print(f"{name:32} {cells}")
         for name, early in EARLY.items():

@@ -184,7 +184,12 @@ def _remove(path):
 
 def _fortran_bytes(a):
     """The elements of `a` in column-major order, as a flat uint8 array (a copy only
-    when `a` is not already Fortran-contiguous)."""
+    when `a` is not already Fortran-contiguous; a C-order one transposed by the Rust
+    core, several times faster than NumPy's copy)."""
+    if a.ndim >= 2 and a.flags.c_contiguous and not a.flags.f_contiguous and a.size:
+        out = np.empty(a.nbytes, np.uint8)
+        _rastore.fortran_of_c(a.reshape(-1).view(np.uint8), list(a.shape), a.itemsize, out)
+        return out
     f = np.asarray(a, order="F")
     return np.ascontiguousarray(f.T).reshape(-1).view(np.uint8)
 

@@ -16,6 +16,7 @@ use crate::errors::{error, to_py};
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
+    m.add_function(wrap_pyfunction!(fortran_of_c, m)?)?;
     m.add_function(wrap_pyfunction!(format_of_name, m)?)?;
     m.add_function(wrap_pyfunction!(create_file, m)?)?;
     m.add_function(wrap_pyfunction!(place_file, m)?)?;
@@ -376,6 +377,33 @@ fn check_output(path: PathBuf) -> PyResult<()> {
     ConvertOptions::new()
         .overwrite(true)
         .check_output(&path)
+        .map_err(to_py)
+}
+
+/// The C-order bytes `data` of an array of `shape` and `itemsize`-byte elements into
+/// `out`, column-major: what `rastore.write` hands the writer for a C-order array. The
+/// engine's cache-blocked transpose on every core, the GIL released; NumPy's own
+/// (`np.asarray(a, order="F")`) ran at a tenth of its speed on a 1 GiB image stack.
+#[pyfunction]
+fn fortran_of_c(
+    py: Python<'_>,
+    data: numpy::PyReadonlyArray1<'_, u8>,
+    shape: Vec<usize>,
+    itemsize: usize,
+    mut out: numpy::PyReadwriteArray1<'_, u8>,
+) -> PyResult<()> {
+    let src = data
+        .as_slice()
+        .map_err(|e| crate::errors::error(format!("the data must be contiguous bytes: {e}")))?;
+    let dst = crate::reader::bytes_mut(&mut out)?;
+    if src.len() != dst.len() {
+        return Err(crate::errors::error(format!(
+            "{} bytes in, a buffer of {} out",
+            src.len(),
+            dst.len()
+        )));
+    }
+    py.detach(|| rastore::transpose_c_to_f(src, &shape, itemsize, dst, &mut |_, _| ()))
         .map_err(to_py)
 }
 

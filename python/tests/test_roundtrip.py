@@ -130,3 +130,20 @@ def test_os_errors_stay_os_errors(tmp_path):
     with pytest.raises(FileExistsError, match="file exists"):
         rastore.create(p, "f4", (2, 2))
     assert rastore.create(p, "f4", 5, overwrite=True).shape == (5,)
+
+
+@pytest.mark.parametrize("dtype", ["<i4", ">f8", "u1", "c16", "?", "<f2",
+                                   [("a", "<i2"), ("b", "u1"), ("c", ">f4")]])
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 5), (4, 1, 6, 7), (1, 9), (9, 1)])
+def test_a_c_order_array_is_written_transposed_by_the_core(tmp_path, dtype, shape):
+    """rastore.write of a C-order array: the Rust core's transpose (every type's size,
+    structured ones too), read back and mapped equal to it."""
+    rng = np.random.default_rng(len(shape))
+    a = rng.integers(0, 100, size=shape).astype(dtype)
+    assert a.flags.c_contiguous
+    p = tmp_path / "c.ra"
+    rastore.write(p, a)
+    b = rastore.read(p)
+    assert b.shape == a.shape
+    np.testing.assert_array_equal(b, a)
+    np.testing.assert_array_equal(rastore.open(p), a)
