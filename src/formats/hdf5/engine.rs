@@ -22,6 +22,7 @@ use crate::descr::Descr;
 use crate::dtype::{DType, Kind};
 use crate::error::{io_at, Error, ErrorKind, Result, ResultExt};
 use crate::formats::npy::{NpyHeader, NpySource};
+use crate::formats::zarr::engine::ZarrSource;
 use crate::formats::zarr::meta::{trailer_of_attributes, Reading};
 use crate::formats::zarr::{ChunkTable, ReadRange, ZarrInput};
 
@@ -213,7 +214,7 @@ fn stored(h5: &H5, ds: &Dataset, v: &View, shown: PathBuf) -> Result<Box<dyn Sou
                 )
                 .at(&shown));
             }
-            Ok(Box::new(Chunked { input, desc, shown }))
+            Ok(Box::new(ZarrSource::with(input, desc, shown)))
         }
     }
 }
@@ -393,31 +394,6 @@ impl Source for FillSource {
         out.chunks_exact_mut(self.elem.len())
             .for_each(|e| e.copy_from_slice(&self.elem));
         Ok(())
-    }
-
-    fn shown(&self) -> &Path {
-        &self.shown
-    }
-}
-
-/// A chunked dataset, read by chunks through Zarr.
-struct Chunked {
-    input: ZarrInput,
-    desc: Desc,
-    shown: PathBuf,
-}
-
-impl Source for Chunked {
-    fn desc(&self) -> &Desc {
-        &self.desc
-    }
-
-    fn grain(&self) -> Grain {
-        Grain::Chunks(self.input.chunk_shape().to_vec())
-    }
-
-    fn read_box(&self, block: &Block, out: &mut [u8]) -> Result<()> {
-        self.input.read_box(&block.origin, &block.shape, out)
     }
 
     fn shown(&self) -> &Path {

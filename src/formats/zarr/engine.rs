@@ -33,6 +33,12 @@ impl ZarrSource {
         Self::of(input, at)
     }
 
+    /// The array `input` reads, described by `desc` and named `shown` in messages: a
+    /// Zarr array whose metadata another format gave (an HDF5 dataset's chunk table).
+    pub fn with(input: ZarrInput, desc: Desc, shown: PathBuf) -> ZarrSource {
+        ZarrSource { input, desc, shown }
+    }
+
     fn of(input: ZarrInput, at: &Location) -> Result<ZarrSource> {
         let desc = Desc {
             dtype: input.dtype()?,

@@ -51,6 +51,25 @@ impl RaStorage {
     }
 }
 
+/// `byte_ranges` of `value`, a whole value a storage holds: each a slice of it, or an
+/// error for a range past its end.
+pub(super) fn ranges_of<'a>(
+    value: Bytes,
+    byte_ranges: ByteRangeIterator<'a>,
+) -> MaybeBytesIterator<'a> {
+    let size = value.len() as u64;
+    let parts: Vec<_> = byte_ranges
+        .map(|r| {
+            if r.end(size) > size || r.start(size) > r.end(size) {
+                Err(InvalidByteRangeError::new(r, size).into())
+            } else {
+                Ok(value.slice(r.to_range_usize(size)))
+            }
+        })
+        .collect();
+    Some(Box::new(parts.into_iter()))
+}
+
 impl ReadableStorageTraits for RaStorage {
     fn get(&self, key: &StoreKey) -> std::result::Result<MaybeBytes, StorageError> {
         self.value(key)
@@ -61,20 +80,9 @@ impl ReadableStorageTraits for RaStorage {
         key: &StoreKey,
         byte_ranges: ByteRangeIterator<'a>,
     ) -> std::result::Result<MaybeBytesIterator<'a>, StorageError> {
-        let Some(value) = self.value(key)? else {
-            return Ok(None);
-        };
-        let size = value.len() as u64;
-        let parts: Vec<_> = byte_ranges
-            .map(|r| {
-                if r.end(size) > size || r.start(size) > r.end(size) {
-                    Err(InvalidByteRangeError::new(r, size).into())
-                } else {
-                    Ok(value.slice(r.to_range_usize(size)))
-                }
-            })
-            .collect();
-        Ok(Some(Box::new(parts.into_iter())))
+        Ok(self
+            .value(key)?
+            .and_then(|value| ranges_of(value, byte_ranges)))
     }
 
     fn size_key(&self, key: &StoreKey) -> std::result::Result<Option<u64>, StorageError> {

@@ -10,12 +10,13 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use serde_json::{json, Map, Value};
-use zarrs::storage::byte_range::{ByteRangeIterator, InvalidByteRangeError};
+use zarrs::storage::byte_range::ByteRangeIterator;
 use zarrs::storage::{
     Bytes, MaybeBytes, MaybeBytesIterator, ReadableStorageTraits, StorageError, StoreKey,
     StorePrefix, WritableStorageTraits,
 };
 
+use super::ra_storage::ranges_of;
 use super::ReadRange;
 
 /// An array whose chunks are byte ranges of one file.
@@ -100,20 +101,9 @@ impl ReadableStorageTraits for TableStorage {
         key: &StoreKey,
         byte_ranges: ByteRangeIterator<'a>,
     ) -> std::result::Result<MaybeBytesIterator<'a>, StorageError> {
-        let Some(value) = self.value(key)? else {
-            return Ok(None);
-        };
-        let size = value.len() as u64;
-        let parts: Vec<_> = byte_ranges
-            .map(|r| {
-                if r.end(size) > size || r.start(size) > r.end(size) {
-                    Err(InvalidByteRangeError::new(r, size).into())
-                } else {
-                    Ok(value.slice(r.to_range_usize(size)))
-                }
-            })
-            .collect();
-        Ok(Some(Box::new(parts.into_iter())))
+        Ok(self
+            .value(key)?
+            .and_then(|value| ranges_of(value, byte_ranges)))
     }
 
     fn size_key(&self, key: &StoreKey) -> std::result::Result<Option<u64>, StorageError> {
