@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod append;
+pub mod cdm;
 pub mod codec;
 pub mod convert;
 mod create;

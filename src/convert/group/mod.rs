@@ -686,7 +686,7 @@ fn safetensors_tree(file: &Path) -> Result<Tree> {
 /// The tree of the file `file` (`kind`, for messages) whose arrays the netCDF data
 /// model `ds` describes: each variable by its name, read from the file by name; its
 /// global attributes the top group's, typed in `dataset.yaml`.
-fn cdm_tree(kind: &'static str, file: &Path, ds: crate::formats::cdm::Dataset) -> Result<Tree> {
+fn cdm_tree(kind: &'static str, file: &Path, ds: crate::cdm::Dataset) -> Result<Tree> {
     let mut tree = Tree::new(kind, ds.attributes_json());
     if !ds.attributes.is_empty() {
         tree.typed.insert(String::new(), ds.attributes_doc());

@@ -11,9 +11,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::{NcFile, Variable};
+use crate::cdm;
 use crate::convert::{Block, Desc, Grain, Source};
 use crate::error::{Error, ErrorKind, Result, ResultExt};
-use crate::formats::cdm;
 use crate::formats::npy::{NpyHeader, NpySource};
 use crate::gather::{self, GatherOptions, Kept, Target};
 use crate::layout::transpose_c_to_f;

@@ -18,8 +18,8 @@
 //! tags and `nc_type` are 4 bytes; `ABSENT` is a zero tag and a zero count; padding
 //! brings names and values to a multiple of 4 bytes.
 
+use crate::cdm::Attribute;
 use crate::error::{Error, ErrorKind, Result};
-use crate::formats::cdm::Attribute;
 
 use super::types::NcType;
 

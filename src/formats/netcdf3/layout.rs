@@ -13,8 +13,8 @@
 //! a `numrecs` that lies), data that overlaps the header or other data, records that
 //! overflow `recsize`, sizes that overflow.
 
+use crate::cdm;
 use crate::error::Result;
-use crate::formats::cdm;
 use crate::formats::npy::NpyHeader;
 
 use super::header::{malformed, Dim, Header, Version};

@@ -1,6 +1,6 @@
 //! NetCDF-3 classic files (CDF-1, CDF-2 with 64-bit offsets, CDF-5 with 64-bit data),
 //! parsed in our own safe Rust: a file is a dataset of named variables (the netCDF
-//! data model, [`crate::formats::cdm`]), each a C-order, big-endian array at an offset,
+//! data model, [`crate::cdm`]), each a C-order, big-endian array at an offset,
 //! or interleaved with the other record variables record by record.
 //!
 //! - [`header`]: the header's grammar, read through a window of the file; every count

@@ -4,8 +4,8 @@
 
 use super::header::Version;
 use super::*;
+use crate::cdm::Values;
 use crate::convert::{Block, Source};
-use crate::formats::cdm::Values;
 
 /// A variable to write: name, dimension ids, `nc_type` code, attributes.
 struct V<'a> {

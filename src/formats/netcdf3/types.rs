@@ -1,9 +1,9 @@
 //! The external types of netCDF classic files (`nc_type`): their codes, sizes, the
 //! RawArray type of each, and their big-endian values as attribute [`Values`].
 
+use crate::cdm::Values;
 use crate::descr::Descr;
 use crate::dtype::DType;
-use crate::formats::cdm::Values;
 
 /// An external type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
