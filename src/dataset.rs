@@ -179,7 +179,7 @@ pub fn typed_attributes(folder: &Path) -> Result<Option<String>> {
     }
     let text = std::fs::read(&path).map_err(io_at("read", &path))?;
     let typed = crate::ndl::parse_trailer(&text)
-        .is_some_and(|doc| doc[crate::formats::cdm::TYPES_KEY].as_hash().is_some());
+        .is_some_and(|doc| doc[crate::cdm::TYPES_KEY].as_hash().is_some());
     Ok(typed.then(|| String::from_utf8_lossy(&text).into_owned()))
 }
 
