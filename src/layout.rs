@@ -246,6 +246,83 @@ pub fn transpose_c_to_f(
     }
 }
 
+/// The elements `sel` picks (a [`Stride`](crate::Stride) per axis, checked by the
+/// caller to lie within `shape`) of the C-order array `src` of `shape` and
+/// `itemsize`-byte elements, column-major into `dst`: a box of a C-order array held
+/// in memory or a mapping, read where it lies and transposed once.
+pub fn select_c_to_f(
+    src: &[u8],
+    shape: &[usize],
+    itemsize: usize,
+    sel: &[crate::Stride],
+    dst: &mut [u8],
+) -> Result<()> {
+    let bad = |e: &dyn std::fmt::Display| -> Error {
+        ErrorKind::InvalidArgument(format!("{sel:?} of shape {shape:?}: {e}")).into()
+    };
+    fn typed<E: bytemuck::Pod>(
+        src: &[u8],
+        shape: &[usize],
+        sel: &[crate::Stride],
+        dst: &mut [u8],
+    ) -> std::result::Result<(), String> {
+        let s: &[E] = bytemuck::try_cast_slice(src).map_err(|e| e.to_string())?;
+        let d: &mut [E] = bytemuck::try_cast_slice_mut(dst).map_err(|e| e.to_string())?;
+        let mut v = ArrayViewD::from_shape(IxDyn(shape), s).map_err(|e| e.to_string())?;
+        pick(&mut v, sel)?;
+        if v.len() != d.len() {
+            return Err(format!("{} elements into {}", v.len(), d.len()));
+        }
+        copy_to_fortran(&v, d);
+        Ok(())
+    }
+    let done = match itemsize {
+        1 => typed::<[u8; 1]>(src, shape, sel, dst),
+        2 => typed::<[u8; 2]>(src, shape, sel, dst),
+        4 => typed::<[u8; 4]>(src, shape, sel, dst),
+        8 => typed::<[u8; 8]>(src, shape, sel, dst),
+        16 => typed::<[u8; 16]>(src, shape, sel, dst),
+        n => {
+            // Bytes as one more, fastest axis in C order, taken whole; moved first, it
+            // is the fastest axis of the column-major output too.
+            let mut ext = shape.to_vec();
+            ext.push(n);
+            let mut v = ArrayViewD::from_shape(IxDyn(&ext), src).map_err(|e| bad(&e))?;
+            pick(&mut v, sel).map_err(|e| bad(&e))?;
+            let mut axes: Vec<usize> = (0..ext.len()).collect();
+            axes.rotate_right(1);
+            let v = v.permuted_axes(axes);
+            if v.len() != dst.len() {
+                return Err(bad(&format!("{} bytes into {}", v.len(), dst.len())));
+            }
+            copy_to_fortran(&v, dst);
+            Ok(())
+        }
+    };
+    done.map_err(|e| bad(&e))
+}
+
+/// `v` cut to what `sel` picks along its first axes (a [`Stride`](crate::Stride)
+/// each), or why it cannot be.
+fn pick<E>(v: &mut ArrayViewD<'_, E>, sel: &[crate::Stride]) -> std::result::Result<(), String> {
+    for (k, t) in sel.iter().enumerate() {
+        let len = v.len_of(Axis(k));
+        let step = usize::try_from(t.step.max(1)).map_err(|e| e.to_string())?;
+        let (start, count) = (t.start as usize, t.count as usize);
+        let end = count
+            .checked_sub(1)
+            .and_then(|c| c.checked_mul(step))
+            .and_then(|x| x.checked_add(start + 1))
+            .filter(|&end| end <= len && start < len)
+            .ok_or_else(|| format!("axis {k} of {len} has no {t:?}"))?;
+        v.slice_axis_inplace(
+            Axis(k),
+            Slice::new(start as isize, Some(end as isize), step as isize),
+        );
+    }
+    Ok(())
+}
+
 fn by_slabs<E: Copy>(v: &ArrayViewD<'_, E>, dst: &mut [E], size: usize, progress: Progress) {
     let total = (dst.len() * size) as u64;
     if v.ndim() == 0 || v.is_empty() {
@@ -280,7 +357,9 @@ const MAX_SCRATCH: usize = 128 << 20;
 /// per box; elsewhere (a caller's thread, Python's) it is freed on return.
 pub fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
     let (mut buf, keep) = SCRATCH.take();
-    buf.resize(len, 0);
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
     let r = f(&mut buf[..len]);
     if keep && buf.capacity() <= MAX_SCRATCH {
         SCRATCH.set((buf, true));
@@ -291,17 +370,25 @@ pub fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
 }
 
 /// Makes this thread keep its scratch buffer from one [`with_scratch`] to the next,
-/// until the guard returned is dropped, which frees it: for a conversion's workers,
-/// and for the thread that converts a tree's arrays one after another.
+/// starting from `buf` (a buffer kept from an earlier array's conversion, or a new
+/// one), until the guard returned is [released](KeptScratch::release) or dropped,
+/// which frees it: for a conversion's workers.
 #[must_use = "the buffer is kept only while the guard lives"]
-pub fn keep_scratch() -> KeptScratch {
-    let (buf, _) = SCRATCH.take();
+pub fn keep_scratch(buf: Vec<u8>) -> KeptScratch {
     SCRATCH.set((buf, true));
     KeptScratch(())
 }
 
 /// While it lives, its thread keeps its scratch buffer ([`keep_scratch`]).
 pub struct KeptScratch(());
+
+impl KeptScratch {
+    /// Stops keeping the buffer, and hands it back (to be kept for the next array).
+    pub fn release(self) -> Vec<u8> {
+        let (buf, _) = SCRATCH.take();
+        buf
+    }
+}
 
 impl Drop for KeptScratch {
     fn drop(&mut self) {
@@ -350,6 +437,71 @@ mod tests {
                 copy_to_fortran(&s, &mut out);
                 assert_eq!(out, naive(&s), "strided last axis {shape:?}");
             }
+        }
+    }
+
+    #[test]
+    fn selections_of_c_order_bytes_come_out_column_major() {
+        use crate::Stride;
+        // Element (i0, i1, i2) of shape (11, 6, 9) in C order, as `w` bytes each:
+        // the bytes of its flat index, so that every element and byte is told apart.
+        let shape = [11usize, 6, 9];
+        let n: usize = shape.iter().product();
+        for w in [1usize, 2, 3, 4, 8, 12, 16] {
+            let item = |i: usize| -> Vec<u8> { (0..w).map(|b| (i * 31 + b * 7) as u8).collect() };
+            let src: Vec<u8> = (0..n).flat_map(item).collect();
+            for sel in [
+                [
+                    Stride::new(0, 1, 11),
+                    Stride::new(0, 1, 6),
+                    Stride::new(0, 1, 9),
+                ],
+                [
+                    Stride::new(3, 1, 8),
+                    Stride::new(1, 1, 4),
+                    Stride::new(0, 1, 9),
+                ],
+                [
+                    Stride::new(0, 1, 11),
+                    Stride::new(2, 1, 1),
+                    Stride::new(4, 2, 3),
+                ],
+                [
+                    Stride::new(10, 1, 1),
+                    Stride::new(0, 5, 2),
+                    Stride::new(8, 1, 1),
+                ],
+            ] {
+                // Column-major: the first axis fastest.
+                let mut want = Vec::new();
+                for k in 0..sel[2].count as usize {
+                    for j in 0..sel[1].count as usize {
+                        for i in 0..sel[0].count as usize {
+                            let at = |t: &Stride, x: usize| t.start as usize + x * t.step as usize;
+                            let flat = (at(&sel[0], i) * shape[1] + at(&sel[1], j)) * shape[2]
+                                + at(&sel[2], k);
+                            want.extend(item(flat));
+                        }
+                    }
+                }
+                let mut got = vec![0u8; want.len()];
+                select_c_to_f(&src, &shape, w, &sel, &mut got).unwrap();
+                assert_eq!(got, want, "{w}-byte items, {sel:?}");
+            }
+            // Past the end, and into a buffer of the wrong length: refused.
+            let past = [
+                Stride::new(0, 1, 11),
+                Stride::new(5, 1, 2),
+                Stride::new(0, 1, 9),
+            ];
+            let e = select_c_to_f(&src, &shape, w, &past, &mut vec![0u8; 2 * 11 * 9 * w]);
+            assert!(e.unwrap_err().to_string().contains("axis 1 of 6"), "{w}");
+            let all = [
+                Stride::new(0, 1, 11),
+                Stride::new(0, 1, 6),
+                Stride::new(0, 1, 9),
+            ];
+            assert!(select_c_to_f(&src, &shape, w, &all, &mut vec![0u8; w]).is_err());
         }
     }
 

@@ -23,6 +23,10 @@ pub(crate) struct FileSink {
     data_offset: u64,
     padding: Option<Padding>,
     queued: Mutex<Queued>,
+    /// Held while a box is written: a file system writes one file on one thread at a
+    /// time (ext4 and XFS lock the file for each write), and the workers that wait
+    /// for it should sleep, not spin in the kernel on a core another could use.
+    writing: Mutex<()>,
 }
 
 impl FileSink {
@@ -65,6 +69,7 @@ impl FileSink {
             data_offset,
             padding,
             queued: Mutex::new(Queued::new()),
+            writing: Mutex::new(()),
         })
     }
 }
@@ -82,6 +87,7 @@ impl Sink for FileSink {
             desc: &self.desc,
             padding: self.padding.as_ref(),
         };
+        let _one = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         at.write_box(block, data, &self.queued)
     }
 

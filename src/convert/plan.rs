@@ -21,7 +21,7 @@
 //! threads; progress is reported from this one.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 
 use super::memory::copy_box;
 use super::{Block, Converted, Desc, Grain, Sink, Source};
@@ -37,6 +37,10 @@ const FRAME_BOX_BYTES: u64 = 64 << 20;
 /// Bytes of a piece of a C-order source.
 const TILE_BYTES: usize = 128 << 20;
 
+/// The fewest bytes of a piece cut so that every worker has one: an array of fewer
+/// than `WORKERS` times this is fewer pieces, and no more threads than pieces.
+const SPLIT_BYTES: u64 = 4 << 20;
+
 /// A box read at once, and the boxes it is written as (none: itself, whole).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Piece {
@@ -44,12 +48,46 @@ pub(crate) struct Piece {
     pub(crate) writes: Vec<Block>,
 }
 
+/// A worker's buffers: the piece read, a box of it cut for the sink, and the scratch
+/// of a C-order source's reads ([`crate::layout::with_scratch`]).
+#[derive(Default)]
+struct Buffers {
+    buf: Vec<u8>,
+    part: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+/// Buffers kept from one array's conversion to the next: fresh ones per array (a
+/// tensor of a model's, a variable of a file's) cost more in page faults than the
+/// copy. Freed with the pool.
+#[derive(Default)]
+struct Pool(Mutex<Vec<Buffers>>);
+
+impl Pool {
+    fn take(&self) -> Buffers {
+        self.0
+            .lock()
+            .map(|mut v| v.pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    fn put(&self, b: Buffers) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(b);
+        }
+    }
+}
+
 /// The progress of many arrays (a tree's, an archive's), copied one after another, as
 /// one count: each array's bytes after those of the arrays before it (the total grows
 /// as each array is reached), so that a bar runs once over them all, not once each.
+/// Their workers' buffers are kept from one array to the next.
 #[derive(Default)]
 pub(crate) struct Overall {
     before: u64,
+    pool: Pool,
 }
 
 impl Overall {
@@ -62,7 +100,7 @@ impl Overall {
     ) -> Result<Converted> {
         let before = self.before;
         let mut total = 0;
-        let done = copy(source, sink, &mut |d, t| {
+        let done = copy_in(source, sink, &self.pool, &mut |d, t| {
             total = t;
             progress(before + d, before + t);
         });
@@ -74,7 +112,17 @@ impl Overall {
 /// Copies `source` into `sink` piece by piece (see the module), then closes the source
 /// and commits the sink; on an error the sink is dropped, and leaves nothing.
 pub fn copy(source: Box<dyn Source>, sink: Box<dyn Sink>, progress: Progress) -> Result<Converted> {
-    fill(source.as_ref(), sink.as_ref(), progress)?;
+    copy_in(source, sink, &Pool::default(), progress)
+}
+
+/// [`copy`], its workers' buffers taken from `pool` and given back.
+fn copy_in(
+    source: Box<dyn Source>,
+    sink: Box<dyn Sink>,
+    pool: &Pool,
+    progress: Progress,
+) -> Result<Converted> {
+    fill_in(source.as_ref(), sink.as_ref(), pool, progress)?;
     // Closed first: the output may be the input, and Windows replaces no open file.
     drop(source);
     sink.commit()
@@ -83,6 +131,11 @@ pub fn copy(source: Box<dyn Source>, sink: Box<dyn Sink>, progress: Progress) ->
 /// Copies `source` into `sink` piece by piece, without committing: [`copy`]'s work,
 /// for a source the caller keeps (an array in memory).
 pub(crate) fn fill(source: &dyn Source, sink: &dyn Sink, progress: Progress) -> Result<()> {
+    fill_in(source, sink, &Pool::default(), progress)
+}
+
+/// [`fill`], its workers' buffers taken from `pool` and given back.
+fn fill_in(source: &dyn Source, sink: &dyn Sink, pool: &Pool, progress: Progress) -> Result<()> {
     let desc = source.desc().clone();
     // A source that lends its bytes costs the same whatever the box.
     let from = match source.lend() {
@@ -90,7 +143,7 @@ pub(crate) fn fill(source: &dyn Source, sink: &dyn Sink, progress: Progress) -> 
         None => source.grain(),
     };
     let pieces = plan(&desc, &from, &sink.grain())?;
-    run(source, sink, &desc, &pieces, progress)
+    run(source, sink, &desc, &pieces, pool, progress)
 }
 
 /// The pieces that cover `desc`'s array for a source of grain `from` and a sink of
@@ -102,6 +155,10 @@ pub(crate) fn plan(desc: &Desc, from: &Grain, to: &Grain) -> Result<Vec<Piece>> 
     }
     let w = desc.dtype.elbyte;
     let n = dims.len();
+    // Pieces of at most `most` bytes, and at least one per worker where the array is
+    // big enough: the workers share even one array's copy.
+    let each = desc.nbytes().div_ceil(WORKERS as u64).max(SPLIT_BYTES);
+    let budget = |most: u64| most.min(each);
     let whole = |shape: Vec<u64>| -> Result<Vec<Piece>> {
         Ok(grid(dims, &shape)?
             .into_iter()
@@ -130,16 +187,26 @@ pub(crate) fn plan(desc: &Desc, from: &Grain, to: &Grain) -> Result<Vec<Piece>> 
         }
         (_, Grain::Chunks(c)) => whole(c.clone()),
         (Grain::Chunks(c), _) if n > 0 => whole(slabs(c, n - 1)),
-        (Grain::RowMajor, _) | (_, Grain::RowMajor) => {
+        (Grain::RowMajor | Grain::RowMajorMapped, _) | (_, Grain::RowMajor) => {
             let shape = crate::view::shape_usize(dims)?;
+            let mapped = *from == Grain::RowMajorMapped;
             whole(
-                box_shape(&shape, w as usize, TILE_BYTES)
-                    .into_iter()
-                    .map(|e| e as u64)
-                    .collect(),
+                box_shape(
+                    &shape,
+                    w as usize,
+                    budget(TILE_BYTES as u64) as usize,
+                    mapped,
+                )
+                .into_iter()
+                .map(|e| e as u64)
+                .collect(),
             )
         }
-        _ => whole(crate::layout::frame_chunks(dims, w, FRAME_BOX_BYTES)),
+        _ => whole(crate::layout::frame_chunks(
+            dims,
+            w,
+            budget(FRAME_BOX_BYTES),
+        )),
     }
 }
 
@@ -213,13 +280,14 @@ fn grid(dims: &[u64], shape: &[u64]) -> Result<Vec<Block>> {
         .collect())
 }
 
-/// Reads and writes `pieces` on [`WORKERS`] threads (one piece on this one),
-/// reporting progress here.
+/// Reads and writes `pieces` on [`WORKERS`] threads (one piece on this one), their
+/// buffers from `pool`, reporting progress here.
 fn run(
     source: &dyn Source,
     sink: &dyn Sink,
     desc: &Desc,
     pieces: &[Piece],
+    pool: &Pool,
     progress: Progress,
 ) -> Result<()> {
     let total = desc.nbytes();
@@ -227,16 +295,14 @@ fn run(
     let lent = source.lend();
     if pieces.len() <= 1 {
         // One piece (every small array): no thread to start, here where it is asked.
-        for p in pieces {
-            copy_piece(
-                source,
-                sink,
-                desc,
-                lent,
-                p,
-                (&mut Vec::new(), &mut Vec::new()),
-            )?;
-        }
+        let mut b = pool.take();
+        let kept = crate::layout::keep_scratch(std::mem::take(&mut b.scratch));
+        let done = pieces
+            .iter()
+            .try_for_each(|p| copy_piece(source, sink, desc, lent, p, (&mut b.buf, &mut b.part)));
+        b.scratch = kept.release();
+        pool.put(b);
+        done?;
         progress(total, total);
         return Ok(());
     }
@@ -247,22 +313,24 @@ fn run(
         for _ in 0..WORKERS.min(pieces.len()) {
             let (tx, next, stop) = (tx.clone(), &next, &stop);
             s.spawn(move || {
-                let _kept = crate::layout::keep_scratch();
-                let (mut buf, mut part) = (Vec::new(), Vec::new());
+                let mut b = pool.take();
+                let kept = crate::layout::keep_scratch(std::mem::take(&mut b.scratch));
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= pieces.len() || stop.load(Ordering::Relaxed) {
-                        return;
+                        break;
                     }
                     let p = &pieces[i];
-                    let done = copy_piece(source, sink, desc, lent, p, (&mut buf, &mut part))
+                    let done = copy_piece(source, sink, desc, lent, p, (&mut b.buf, &mut b.part))
                         .map(|()| p.read.count() * w);
                     let failed = done.is_err();
                     if tx.send(done).is_err() || failed {
                         stop.store(true, Ordering::Relaxed);
-                        return;
+                        break;
                     }
                 }
+                b.scratch = kept.release();
+                pool.put(b);
             });
         }
         drop(tx);
@@ -301,12 +369,12 @@ fn copy_piece(
             &all[at..at + bytes]
         }
         Some(all) => {
-            buf.resize(bytes, 0);
+            let buf = sized(buf, bytes);
             copy_box(dims, w, all, &p.read, buf)?;
             buf
         }
         None => {
-            buf.resize(bytes, 0);
+            let buf = sized(buf, bytes);
             source.read_box(&p.read, buf)?;
             buf
         }
@@ -325,11 +393,20 @@ fn copy_piece(
                 .collect(),
             shape: b.shape.clone(),
         };
-        part.resize((b.count() * w) as usize, 0);
+        let part = sized(part, (b.count() * w) as usize);
         copy_box(&p.read.shape, w, data, &inner, part)?;
         sink.write_box(b, part)?;
     }
     Ok(())
+}
+
+/// The first `len` bytes of `buf` (contents unspecified), grown where it is shorter:
+/// a kept buffer is zeroed once, not for every piece longer than the last.
+fn sized(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+    &mut buf[..len]
 }
 
 /// The axes from fastest to slowest: the last first in C order, the first first
@@ -362,14 +439,17 @@ fn run_of(shape: &[usize], e: &[usize], axes: &[usize]) -> usize {
 /// axes between them one element thick), the one making the fewest reads and writes
 /// per element (`1/read run + 1/write run`). A disk's time per request is about a
 /// fixed cost plus its bytes, so this is the one the disk finishes first.
-pub(crate) fn box_shape(shape: &[usize], w: usize, budget: usize) -> Vec<usize> {
+pub(crate) fn box_shape(shape: &[usize], w: usize, budget: usize, mapped: bool) -> Vec<usize> {
     let n = shape.len();
     let (c_axes, f_axes) = (fastest_first(n, true), fastest_first(n, false));
     let most = (budget / w.max(1)).max(1);
+    // Requests per element; of two boxes as good, from a mapped source (whose reads
+    // are no requests), the one of the longer writes.
     let cost = |e: &[usize]| {
         let r = run_of(shape, e, &c_axes);
         let w = run_of(shape, e, &f_axes);
-        1.0 / r as f64 + 1.0 / w as f64
+        let longer = if mapped { w } else { 0 };
+        (1.0 / r as f64 + 1.0 / w as f64, std::cmp::Reverse(longer))
     };
     let mut best = (cost(&vec![1; n]), vec![1; n]);
     // `p`: the read side's partial axis (those after it whole); `q <= p`: the write
@@ -414,19 +494,61 @@ mod tests {
     #[test]
     fn boxes_make_the_fewest_requests_within_the_budget() {
         // 2-D: square-ish boxes, reads and writes of similar length.
-        let e = box_shape(&[1 << 17, 49152], 4, 128 << 20);
+        let e = box_shape(&[1 << 17, 49152], 4, 128 << 20, false);
         assert_eq!(e, vec![8192, 4096]);
         // A stack of frames: the frame's rows whole on the read side and the frame
         // count whole on the write side, 40 KiB reads and 240 KiB writes (halving
         // the frame count instead would double the reads but make 16 KiB writes).
-        let e = box_shape(&[6144, 1024, 1024], 4, 256 << 20);
+        let e = box_shape(&[6144, 1024, 1024], 4, 256 << 20, false);
         assert_eq!(e, vec![6144, 10, 1024]);
         assert_eq!(
-            box_shape(&[6144, 1024, 1024], 4, 128 << 20),
+            box_shape(&[6144, 1024, 1024], 4, 128 << 20, false),
             vec![6144, 5, 1024]
         );
         // Small enough: one box, the whole array.
-        assert_eq!(box_shape(&[30, 40, 5], 8, 1 << 20), vec![30, 40, 5]);
+        assert_eq!(box_shape(&[30, 40, 5], 8, 1 << 20, false), vec![30, 40, 5]);
+        // As good either way (rows whole, or columns whole): from a file the reads
+        // are long, from a mapping the writes.
+        assert_eq!(
+            box_shape(&[4096, 4096], 4, 32 << 20, false),
+            vec![2048, 4096]
+        );
+        assert_eq!(
+            box_shape(&[4096, 4096], 4, 32 << 20, true),
+            vec![4096, 2048]
+        );
+    }
+
+    #[test]
+    fn every_worker_has_a_piece_of_a_large_array_and_a_small_one_is_one_piece() {
+        let desc = |dims: Vec<u64>| Desc {
+            dtype: DType::F32,
+            dims,
+            trailer: Vec::new(),
+        };
+        for from in [Grain::ColumnMajor, Grain::RowMajor, Grain::RowMajorMapped] {
+            // 64 MiB: WORKERS pieces of about a third each (and the rest of a
+            // frame), not one of 64 MiB.
+            let pieces = plan(&desc(vec![4096, 4096]), &from, &Grain::ColumnMajor).unwrap();
+            assert!((WORKERS..=WORKERS + 1).contains(&pieces.len()), "{from:?}");
+            let most = pieces.iter().map(|p| p.read.count() * 4).max().unwrap();
+            assert!(
+                most <= (64 << 20) / WORKERS as u64 + (64 << 10),
+                "{from:?}: {most}"
+            );
+            // 1 MiB: one piece, on the caller's thread.
+            let pieces = plan(&desc(vec![512, 512]), &from, &Grain::ColumnMajor).unwrap();
+            assert_eq!(pieces.len(), 1, "{from:?}");
+        }
+        // From a mapping, a C-order piece is whole columns: one write each.
+        let pieces = plan(
+            &desc(vec![4096, 4096]),
+            &Grain::RowMajorMapped,
+            &Grain::ColumnMajor,
+        );
+        for p in pieces.unwrap() {
+            assert!(p.read.contiguous_in(&[4096, 4096]), "{:?}", p.read);
+        }
     }
 
     #[test]
@@ -439,7 +561,9 @@ mod tests {
         for (from, to) in [
             (Grain::ColumnMajor, Grain::ColumnMajor),
             (Grain::RowMajor, Grain::ColumnMajor),
+            (Grain::RowMajorMapped, Grain::ColumnMajor),
             (Grain::ColumnMajor, Grain::Chunks(vec![2, 3, 4])),
+            (Grain::RowMajorMapped, Grain::Chunks(vec![2, 3, 4])),
             (Grain::RowMajor, Grain::Chunks(vec![2, 3, 4])),
             (Grain::Memory, Grain::Chunks(vec![2, 3, 4])),
             (Grain::Chunks(vec![5, 7, 2]), Grain::Memory),

@@ -306,8 +306,6 @@ impl Tree {
         }
         let mut result = Converted::default();
         let mut overall = Overall::default();
-        // One array after another on this thread: its buffers kept between them.
-        let _kept = crate::layout::keep_scratch();
         for (name, m) in &self.arrays {
             let source = open_member(name, m, Alone::No, options)?;
             let sink = if zarr {

@@ -15,7 +15,7 @@ use crate::dtype::{DType, Kind};
 use crate::error::{io_at, ErrorKind, Result, ResultExt};
 use crate::formats::npy::{self, Descr, NpyHeader};
 use crate::header::Header;
-use crate::layout::transpose_c_to_f;
+use crate::layout::{select_c_to_f, transpose_c_to_f};
 use crate::ndl;
 use crate::padding::Padding;
 use crate::reader::{Bools, DataReader};
@@ -25,8 +25,17 @@ pub struct NpySource {
     /// Over the data as column-major: of the reversed shape when it is C order.
     reader: DataReader,
     c_order: bool,
+    /// C-order data of native bytes, mapped: boxes are transposed from where they
+    /// lie, with no read into a buffer first and no request per run.
+    mapped: Option<Mapped>,
     desc: Desc,
     shown: PathBuf,
+}
+
+/// The file mapped, and where the data lies in it.
+struct Mapped {
+    map: memmap2::Mmap,
+    data: std::ops::Range<usize>,
 }
 
 impl NpySource {
@@ -135,17 +144,16 @@ impl NpySource {
         } else {
             dims.clone()
         };
-        let reader = DataReader::plain(
-            path,
-            file,
-            end,
-            start,
-            Header::new(dtype, &stored).at(path)?,
-            read_as,
-        );
+        let header = Header::new(dtype, &stored).at(path)?;
+        let mapped = match read_as {
+            (1, Bools::No) if c_order => map_data(&file, start, header.nbytes()),
+            _ => None,
+        };
+        let reader = DataReader::plain(path, file, end, start, header, read_as);
         Ok(NpySource {
             reader,
             c_order,
+            mapped,
             desc: Desc {
                 dtype,
                 dims,
@@ -154,6 +162,21 @@ impl NpySource {
             shown: path.to_path_buf(),
         })
     }
+}
+
+/// The `len` bytes at `start` of `file`, mapped, where they can be (none where the
+/// mapping fails: the reader reads them instead).
+fn map_data(file: &File, start: u64, len: u64) -> Option<Mapped> {
+    let end = start.checked_add(len)?;
+    if len == 0 || file.metadata().ok()?.len() < end {
+        return None;
+    }
+    let data = usize::try_from(start).ok()?..usize::try_from(end).ok()?;
+    // SAFETY: as for `RaSource`'s mapping: `convert` and `ra` document that no other
+    // program may rewrite or truncate an input while it is read; rastore's writers
+    // never do. The range lies within the file (checked just above).
+    let map = unsafe { crate::mapped::map_whole(file, end) }.ok()?;
+    Some(Mapped { map, data })
 }
 
 impl NpySource {
@@ -183,7 +206,9 @@ impl Source for NpySource {
     }
 
     fn grain(&self) -> Grain {
-        if self.c_order {
+        if self.mapped.is_some() {
+            Grain::RowMajorMapped
+        } else if self.c_order {
             Grain::RowMajor
         } else {
             Grain::ColumnMajor
@@ -205,9 +230,15 @@ impl Source for NpySource {
             // large for any buffer's shape): checked, and done.
             return self.reader.read_selection_into(&reversed, out);
         }
+        let w = self.desc.dtype.elbyte as usize;
+        if let Some(m) = &self.mapped {
+            let shape = crate::view::shape_usize(&self.desc.dims)?;
+            let fit = crate::selection::fit(out, crate::selection::bytes_of(sel, w as u64));
+            fit.at(&self.shown)?;
+            return select_c_to_f(&m.map[m.data.clone()], &shape, w, sel, out).at(&self.shown);
+        }
         let counts: Vec<u64> = sel.iter().map(|s| s.count).collect();
         let shape = crate::view::shape_usize(&counts)?;
-        let w = self.desc.dtype.elbyte as usize;
         // The C-order bytes go through this thread's scratch buffer, kept from one
         // box to the next: a fresh one per box cost more in page faults than the
         // transpose.
