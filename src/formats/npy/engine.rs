@@ -164,11 +164,14 @@ impl NpySource {
     }
 }
 
-/// The `len` bytes at `start` of `file`, mapped, where they can be (none where the
-/// mapping fails: the reader reads them instead).
+/// The `len` bytes at `start` of `file`, mapped, where they can be and the page cache
+/// can hold them. Else (a mapping that fails, or data larger than the cache, which a
+/// mapping would fault in one read-ahead window at a time) none: the reader reads
+/// them, many runs at once, around the cache.
 fn map_data(file: &File, start: u64, len: u64) -> Option<Mapped> {
     let end = start.checked_add(len)?;
-    if len == 0 || file.metadata().ok()?.len() < end {
+    let fits = !crate::scan::larger_than_cache(len);
+    if len == 0 || !fits || file.metadata().ok()?.len() < end {
         return None;
     }
     let data = usize::try_from(start).ok()?..usize::try_from(end).ok()?;
