@@ -7,7 +7,9 @@
 //!   the last axis, about 64 MiB a piece (each one contiguous stretch of both).
 //! - A C-order source into a column-major sink: the box that needs the fewest requests
 //!   of the disk ([`box_shape`]), about 128 MiB: for a stack of frames, the frames'
-//!   rows whole on the read side and every frame on the write side.
+//!   rows whole on the read side and every frame on the write side. From a mapped
+//!   source, of two boxes as good, the one of the longer writes.
+//! - Either way, an array large enough is cut so that every worker has a piece.
 //! - A sink with chunks (Zarr, an upload's parts) takes its chunks. From a source that
 //!   holds its bytes in memory or a mapping, or whose runs a chunk keeps long, a piece
 //!   is a chunk; from a file that a chunk would read in short runs, a slab of whole
@@ -18,7 +20,8 @@
 //!
 //! Every byte is read once and written once. Each piece is read (or, from a source
 //! that lends its bytes, taken where they lie) and written by one of [`WORKERS`]
-//! threads; progress is reported from this one.
+//! threads, whose buffers a tree's conversion keeps from one array to the next;
+//! progress is reported from this one.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
