@@ -186,11 +186,10 @@ pub enum Grain {
     ColumnMajor,
     /// C order: whole trailing axes are one run (a C-order `.npy`).
     RowMajor,
-    /// C order, mapped: a read costs no request, so boxes favour the writes' runs.
-    RowMajorMapped,
     /// Chunks of this shape, each read or written whole (Zarr, an upload's parts).
     Chunks(Vec<u64>),
-    /// Held in memory: any box costs the same (PNG, decoded data).
+    /// Held in memory: any box costs the same (PNG, decoded data, a C-order file
+    /// mapped where the page cache holds it).
     Memory,
 }
 

@@ -7,8 +7,9 @@
 //!   the last axis, about 64 MiB a piece (each one contiguous stretch of both).
 //! - A C-order source into a column-major sink: the box that needs the fewest requests
 //!   of the disk ([`box_shape`]), about 128 MiB: for a stack of frames, the frames'
-//!   rows whole on the read side and every frame on the write side. From a mapped
-//!   source, of two boxes as good, the one of the longer writes.
+//!   rows whole on the read side and every frame on the write side. (A C-order source
+//!   that the page cache holds is mapped, and held in memory as far as the planner
+//!   sees: its pieces are whole frames, each one write.)
 //! - Either way, an array large enough is cut so that every worker has a piece.
 //! - A sink with chunks (Zarr, an upload's parts) takes its chunks. From a source that
 //!   holds its bytes in memory or a mapping, or whose runs a chunk keeps long, a piece
@@ -190,19 +191,13 @@ pub(crate) fn plan(desc: &Desc, from: &Grain, to: &Grain) -> Result<Vec<Piece>> 
         }
         (_, Grain::Chunks(c)) => whole(c.clone()),
         (Grain::Chunks(c), _) if n > 0 => whole(slabs(c, n - 1)),
-        (Grain::RowMajor | Grain::RowMajorMapped, _) | (_, Grain::RowMajor) => {
+        (Grain::RowMajor, _) | (_, Grain::RowMajor) => {
             let shape = crate::view::shape_usize(dims)?;
-            let mapped = *from == Grain::RowMajorMapped;
             whole(
-                box_shape(
-                    &shape,
-                    w as usize,
-                    budget(TILE_BYTES as u64) as usize,
-                    mapped,
-                )
-                .into_iter()
-                .map(|e| e as u64)
-                .collect(),
+                box_shape(&shape, w as usize, budget(TILE_BYTES as u64) as usize)
+                    .into_iter()
+                    .map(|e| e as u64)
+                    .collect(),
             )
         }
         _ => whole(crate::layout::frame_chunks(
@@ -442,17 +437,14 @@ fn run_of(shape: &[usize], e: &[usize], axes: &[usize]) -> usize {
 /// axes between them one element thick), the one making the fewest reads and writes
 /// per element (`1/read run + 1/write run`). A disk's time per request is about a
 /// fixed cost plus its bytes, so this is the one the disk finishes first.
-pub(crate) fn box_shape(shape: &[usize], w: usize, budget: usize, mapped: bool) -> Vec<usize> {
+pub(crate) fn box_shape(shape: &[usize], w: usize, budget: usize) -> Vec<usize> {
     let n = shape.len();
     let (c_axes, f_axes) = (fastest_first(n, true), fastest_first(n, false));
     let most = (budget / w.max(1)).max(1);
-    // Requests per element; of two boxes as good, from a mapped source (whose reads
-    // are no requests), the one of the longer writes.
     let cost = |e: &[usize]| {
         let r = run_of(shape, e, &c_axes);
         let w = run_of(shape, e, &f_axes);
-        let longer = if mapped { w } else { 0 };
-        (1.0 / r as f64 + 1.0 / w as f64, std::cmp::Reverse(longer))
+        1.0 / r as f64 + 1.0 / w as f64
     };
     let mut best = (cost(&vec![1; n]), vec![1; n]);
     // `p`: the read side's partial axis (those after it whole); `q <= p`: the write
@@ -497,29 +489,19 @@ mod tests {
     #[test]
     fn boxes_make_the_fewest_requests_within_the_budget() {
         // 2-D: square-ish boxes, reads and writes of similar length.
-        let e = box_shape(&[1 << 17, 49152], 4, 128 << 20, false);
+        let e = box_shape(&[1 << 17, 49152], 4, 128 << 20);
         assert_eq!(e, vec![8192, 4096]);
         // A stack of frames: the frame's rows whole on the read side and the frame
         // count whole on the write side, 40 KiB reads and 240 KiB writes (halving
         // the frame count instead would double the reads but make 16 KiB writes).
-        let e = box_shape(&[6144, 1024, 1024], 4, 256 << 20, false);
+        let e = box_shape(&[6144, 1024, 1024], 4, 256 << 20);
         assert_eq!(e, vec![6144, 10, 1024]);
         assert_eq!(
-            box_shape(&[6144, 1024, 1024], 4, 128 << 20, false),
+            box_shape(&[6144, 1024, 1024], 4, 128 << 20),
             vec![6144, 5, 1024]
         );
         // Small enough: one box, the whole array.
-        assert_eq!(box_shape(&[30, 40, 5], 8, 1 << 20, false), vec![30, 40, 5]);
-        // As good either way (rows whole, or columns whole): from a file the reads
-        // are long, from a mapping the writes.
-        assert_eq!(
-            box_shape(&[4096, 4096], 4, 32 << 20, false),
-            vec![2048, 4096]
-        );
-        assert_eq!(
-            box_shape(&[4096, 4096], 4, 32 << 20, true),
-            vec![4096, 2048]
-        );
+        assert_eq!(box_shape(&[30, 40, 5], 8, 1 << 20), vec![30, 40, 5]);
     }
 
     #[test]
@@ -529,7 +511,7 @@ mod tests {
             dims,
             trailer: Vec::new(),
         };
-        for from in [Grain::ColumnMajor, Grain::RowMajor, Grain::RowMajorMapped] {
+        for from in [Grain::ColumnMajor, Grain::RowMajor, Grain::Memory] {
             // 64 MiB: WORKERS pieces of about a third each (and the rest of a
             // frame), not one of 64 MiB.
             let pieces = plan(&desc(vec![4096, 4096]), &from, &Grain::ColumnMajor).unwrap();
@@ -543,14 +525,10 @@ mod tests {
             let pieces = plan(&desc(vec![512, 512]), &from, &Grain::ColumnMajor).unwrap();
             assert_eq!(pieces.len(), 1, "{from:?}");
         }
-        // From a mapping, a C-order piece is whole columns: one write each.
-        let pieces = plan(
-            &desc(vec![4096, 4096]),
-            &Grain::RowMajorMapped,
-            &Grain::ColumnMajor,
-        );
+        // From memory (or a mapping), a piece is whole frames: one write each.
+        let pieces = plan(&desc(vec![4096, 2048]), &Grain::Memory, &Grain::ColumnMajor);
         for p in pieces.unwrap() {
-            assert!(p.read.contiguous_in(&[4096, 4096]), "{:?}", p.read);
+            assert!(p.read.contiguous_in(&[4096, 2048]), "{:?}", p.read);
         }
     }
 
@@ -564,9 +542,8 @@ mod tests {
         for (from, to) in [
             (Grain::ColumnMajor, Grain::ColumnMajor),
             (Grain::RowMajor, Grain::ColumnMajor),
-            (Grain::RowMajorMapped, Grain::ColumnMajor),
+            (Grain::Memory, Grain::ColumnMajor),
             (Grain::ColumnMajor, Grain::Chunks(vec![2, 3, 4])),
-            (Grain::RowMajorMapped, Grain::Chunks(vec![2, 3, 4])),
             (Grain::RowMajor, Grain::Chunks(vec![2, 3, 4])),
             (Grain::Memory, Grain::Chunks(vec![2, 3, 4])),
             (Grain::Chunks(vec![5, 7, 2]), Grain::Memory),

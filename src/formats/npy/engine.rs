@@ -210,7 +210,8 @@ impl Source for NpySource {
 
     fn grain(&self) -> Grain {
         if self.mapped.is_some() {
-            Grain::RowMajorMapped
+            // Any box is transposed from the mapping at the same cost.
+            Grain::Memory
         } else if self.c_order {
             Grain::RowMajor
         } else {
