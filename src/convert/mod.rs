@@ -186,10 +186,12 @@ pub enum Grain {
     ColumnMajor,
     /// C order: whole trailing axes are one run (a C-order `.npy`).
     RowMajor,
+    /// C order, mapped where the page cache holds it: a read's run broken costs a
+    /// cache line, a write's a request.
+    RowMajorMapped,
     /// Chunks of this shape, each read or written whole (Zarr, an upload's parts).
     Chunks(Vec<u64>),
-    /// Held in memory: any box costs the same (PNG, decoded data, a C-order file
-    /// mapped where the page cache holds it).
+    /// Held in memory: any box costs the same (PNG, decoded data).
     Memory,
 }
 

@@ -7,9 +7,10 @@
 //!   the last axis, about 64 MiB a piece (each one contiguous stretch of both).
 //! - A C-order source into a column-major sink: the box that needs the fewest requests
 //!   of the disk ([`box_shape`]), about 128 MiB: for a stack of frames, the frames'
-//!   rows whole on the read side and every frame on the write side. (A C-order source
-//!   that the page cache holds is mapped, and held in memory as far as the planner
-//!   sees: its pieces are whole frames, each one write.)
+//!   rows whole on the read side and every frame on the write side. A C-order source
+//!   that the page cache holds is mapped: a break in a read's run then costs a cache
+//!   line, not a request, and the box weighs a write's break [`MAPPED_WRITE_COST`]
+//!   times as much (a tensor is whole columns, one write each).
 //! - Either way, an array large enough is cut so that every worker has a piece.
 //! - A sink with chunks (Zarr, an upload's parts) takes its chunks. From a source that
 //!   holds its bytes in memory or a mapping, or whose runs a chunk keeps long, a piece
@@ -40,6 +41,10 @@ const FRAME_BOX_BYTES: u64 = 64 << 20;
 
 /// Bytes of a piece of a C-order source.
 const TILE_BYTES: usize = 128 << 20;
+
+/// What a write's run broken costs against a read's, from a mapped source: a
+/// request against a cache line or two.
+const MAPPED_WRITE_COST: f64 = 64.0;
 
 /// The fewest bytes of a piece cut so that every worker has one: an array of fewer
 /// than `WORKERS` times this is fewer pieces, and no more threads than pieces.
@@ -191,13 +196,23 @@ pub(crate) fn plan(desc: &Desc, from: &Grain, to: &Grain) -> Result<Vec<Piece>> 
         }
         (_, Grain::Chunks(c)) => whole(c.clone()),
         (Grain::Chunks(c), _) if n > 0 => whole(slabs(c, n - 1)),
-        (Grain::RowMajor, _) | (_, Grain::RowMajor) => {
+        (Grain::RowMajor | Grain::RowMajorMapped, _) | (_, Grain::RowMajor) => {
             let shape = crate::view::shape_usize(dims)?;
+            let write_cost = if *from == Grain::RowMajorMapped {
+                MAPPED_WRITE_COST
+            } else {
+                1.0
+            };
             whole(
-                box_shape(&shape, w as usize, budget(TILE_BYTES as u64) as usize)
-                    .into_iter()
-                    .map(|e| e as u64)
-                    .collect(),
+                box_shape(
+                    &shape,
+                    w as usize,
+                    budget(TILE_BYTES as u64) as usize,
+                    write_cost,
+                )
+                .into_iter()
+                .map(|e| e as u64)
+                .collect(),
             )
         }
         _ => whole(crate::layout::frame_chunks(
@@ -437,14 +452,14 @@ fn run_of(shape: &[usize], e: &[usize], axes: &[usize]) -> usize {
 /// axes between them one element thick), the one making the fewest reads and writes
 /// per element (`1/read run + 1/write run`). A disk's time per request is about a
 /// fixed cost plus its bytes, so this is the one the disk finishes first.
-pub(crate) fn box_shape(shape: &[usize], w: usize, budget: usize) -> Vec<usize> {
+pub(crate) fn box_shape(shape: &[usize], w: usize, budget: usize, write_cost: f64) -> Vec<usize> {
     let n = shape.len();
     let (c_axes, f_axes) = (fastest_first(n, true), fastest_first(n, false));
     let most = (budget / w.max(1)).max(1);
     let cost = |e: &[usize]| {
         let r = run_of(shape, e, &c_axes);
         let w = run_of(shape, e, &f_axes);
-        1.0 / r as f64 + 1.0 / w as f64
+        1.0 / r as f64 + write_cost / w as f64
     };
     let mut best = (cost(&vec![1; n]), vec![1; n]);
     // `p`: the read side's partial axis (those after it whole); `q <= p`: the write
@@ -489,19 +504,36 @@ mod tests {
     #[test]
     fn boxes_make_the_fewest_requests_within_the_budget() {
         // 2-D: square-ish boxes, reads and writes of similar length.
-        let e = box_shape(&[1 << 17, 49152], 4, 128 << 20);
+        let e = box_shape(&[1 << 17, 49152], 4, 128 << 20, 1.0);
         assert_eq!(e, vec![8192, 4096]);
         // A stack of frames: the frame's rows whole on the read side and the frame
         // count whole on the write side, 40 KiB reads and 240 KiB writes (halving
         // the frame count instead would double the reads but make 16 KiB writes).
-        let e = box_shape(&[6144, 1024, 1024], 4, 256 << 20);
+        let e = box_shape(&[6144, 1024, 1024], 4, 256 << 20, 1.0);
         assert_eq!(e, vec![6144, 10, 1024]);
         assert_eq!(
-            box_shape(&[6144, 1024, 1024], 4, 128 << 20),
+            box_shape(&[6144, 1024, 1024], 4, 128 << 20, 1.0),
             vec![6144, 5, 1024]
         );
         // Small enough: one box, the whole array.
-        assert_eq!(box_shape(&[30, 40, 5], 8, 1 << 20), vec![30, 40, 5]);
+        assert_eq!(box_shape(&[30, 40, 5], 8, 1 << 20, 1.0), vec![30, 40, 5]);
+        // A 4096x2048 f16 tensor in 5 MiB boxes: from a file, rows whole (one read,
+        // writes of 1365 elements); from a mapping, columns whole (one write, reads of
+        // 682 elements, which cost a cache line each, not a request).
+        assert_eq!(
+            box_shape(&[4096, 2048], 2, (16 << 20) / 3, 1.0),
+            vec![1365, 2048]
+        );
+        assert_eq!(
+            box_shape(&[4096, 2048], 2, (16 << 20) / 3, MAPPED_WRITE_COST),
+            vec![4096, 682]
+        );
+        // A stack of 256 pages of 2048x2048 u16 in 64 MiB boxes, from a mapping:
+        // reads of 1 KiB (512 of each row), writes of 128 KiB (every page of 256 rows).
+        assert_eq!(
+            box_shape(&[256, 2048, 2048], 2, 64 << 20, MAPPED_WRITE_COST),
+            vec![256, 256, 512]
+        );
     }
 
     #[test]
@@ -511,7 +543,12 @@ mod tests {
             dims,
             trailer: Vec::new(),
         };
-        for from in [Grain::ColumnMajor, Grain::RowMajor, Grain::Memory] {
+        for from in [
+            Grain::ColumnMajor,
+            Grain::RowMajor,
+            Grain::RowMajorMapped,
+            Grain::Memory,
+        ] {
             // 64 MiB: WORKERS pieces of about a third each (and the rest of a
             // frame), not one of 64 MiB.
             let pieces = plan(&desc(vec![4096, 4096]), &from, &Grain::ColumnMajor).unwrap();
@@ -543,6 +580,8 @@ mod tests {
             (Grain::ColumnMajor, Grain::ColumnMajor),
             (Grain::RowMajor, Grain::ColumnMajor),
             (Grain::Memory, Grain::ColumnMajor),
+            (Grain::RowMajorMapped, Grain::ColumnMajor),
+            (Grain::RowMajorMapped, Grain::Chunks(vec![2, 3, 4])),
             (Grain::ColumnMajor, Grain::Chunks(vec![2, 3, 4])),
             (Grain::RowMajor, Grain::Chunks(vec![2, 3, 4])),
             (Grain::Memory, Grain::Chunks(vec![2, 3, 4])),

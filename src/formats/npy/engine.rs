@@ -210,8 +210,7 @@ impl Source for NpySource {
 
     fn grain(&self) -> Grain {
         if self.mapped.is_some() {
-            // Any box is transposed from the mapping at the same cost.
-            Grain::Memory
+            Grain::RowMajorMapped
         } else if self.c_order {
             Grain::RowMajor
         } else {
