@@ -210,40 +210,7 @@ pub fn transpose_c_to_f(
     dst: &mut [u8],
     progress: Progress,
 ) -> Result<()> {
-    let bad = |e: &dyn std::fmt::Display| -> Error {
-        ErrorKind::InvalidArgument(format!("shape {shape:?} of {itemsize}-byte items: {e}")).into()
-    };
-    fn typed<E: bytemuck::Pod>(
-        src: &[u8],
-        shape: &[usize],
-        dst: &mut [u8],
-        progress: Progress,
-        bad: impl Fn(&dyn std::fmt::Display) -> Error,
-    ) -> Result<()> {
-        let s: &[E] = bytemuck::try_cast_slice(src).map_err(|e| bad(&e))?;
-        let d: &mut [E] = bytemuck::try_cast_slice_mut(dst).map_err(|e| bad(&e))?;
-        let v = ArrayViewD::from_shape(IxDyn(shape), s).map_err(|e| bad(&e))?;
-        by_slabs(&v, d, std::mem::size_of::<E>(), progress);
-        Ok(())
-    }
-    match itemsize {
-        1 => typed::<[u8; 1]>(src, shape, dst, progress, bad),
-        2 => typed::<[u8; 2]>(src, shape, dst, progress, bad),
-        4 => typed::<[u8; 4]>(src, shape, dst, progress, bad),
-        8 => typed::<[u8; 8]>(src, shape, dst, progress, bad),
-        16 => typed::<[u8; 16]>(src, shape, dst, progress, bad),
-        n => {
-            // Bytes as one more, fastest axis in C order; moved first, it is the fastest
-            // axis of the column-major output too.
-            let mut ext = shape.to_vec();
-            ext.push(n);
-            let v = ArrayViewD::from_shape(IxDyn(&ext), src).map_err(|e| bad(&e))?;
-            let mut axes: Vec<usize> = (0..ext.len()).collect();
-            axes.rotate_right(1);
-            by_slabs(&v.permuted_axes(axes), dst, 1, progress);
-            Ok(())
-        }
-    }
+    c_to_f(src, shape, itemsize, None, dst, progress)
 }
 
 /// The elements `sel` picks (a [`Stride`](crate::Stride) per axis, checked by the
@@ -257,49 +224,76 @@ pub fn select_c_to_f(
     sel: &[crate::Stride],
     dst: &mut [u8],
 ) -> Result<()> {
-    let bad = |e: &dyn std::fmt::Display| -> Error {
-        ErrorKind::InvalidArgument(format!("{sel:?} of shape {shape:?}: {e}")).into()
-    };
+    c_to_f(src, shape, itemsize, Some(sel), dst, &mut |_, _| ())
+}
+
+/// [`transpose_c_to_f`] of the elements `sel` picks (all of them without one).
+fn c_to_f(
+    src: &[u8],
+    shape: &[usize],
+    itemsize: usize,
+    sel: Option<&[crate::Stride]>,
+    dst: &mut [u8],
+    progress: Progress,
+) -> Result<()> {
     fn typed<E: bytemuck::Pod>(
         src: &[u8],
         shape: &[usize],
-        sel: &[crate::Stride],
+        sel: Option<&[crate::Stride]>,
         dst: &mut [u8],
+        progress: Progress,
     ) -> std::result::Result<(), String> {
         let s: &[E] = bytemuck::try_cast_slice(src).map_err(|e| e.to_string())?;
         let d: &mut [E] = bytemuck::try_cast_slice_mut(dst).map_err(|e| e.to_string())?;
         let mut v = ArrayViewD::from_shape(IxDyn(shape), s).map_err(|e| e.to_string())?;
-        pick(&mut v, sel)?;
+        if let Some(sel) = sel {
+            pick(&mut v, sel)?;
+        }
         if v.len() != d.len() {
             return Err(format!("{} elements into {}", v.len(), d.len()));
         }
-        copy_to_fortran(&v, d);
+        by_slabs(&v, d, std::mem::size_of::<E>(), progress);
+        Ok(())
+    }
+    /// Items of `n` bytes: the bytes as one more, fastest axis in C order, taken
+    /// whole; moved first, it is the fastest axis of the column-major output too.
+    fn bytes(
+        src: &[u8],
+        shape: &[usize],
+        n: usize,
+        sel: Option<&[crate::Stride]>,
+        dst: &mut [u8],
+        progress: Progress,
+    ) -> std::result::Result<(), String> {
+        let mut ext = shape.to_vec();
+        ext.push(n);
+        let mut v = ArrayViewD::from_shape(IxDyn(&ext), src).map_err(|e| e.to_string())?;
+        if let Some(sel) = sel {
+            pick(&mut v, sel)?;
+        }
+        if v.len() != dst.len() {
+            return Err(format!("{} bytes into {}", v.len(), dst.len()));
+        }
+        let mut axes: Vec<usize> = (0..ext.len()).collect();
+        axes.rotate_right(1);
+        by_slabs(&v.permuted_axes(axes), dst, 1, progress);
         Ok(())
     }
     let done = match itemsize {
-        1 => typed::<[u8; 1]>(src, shape, sel, dst),
-        2 => typed::<[u8; 2]>(src, shape, sel, dst),
-        4 => typed::<[u8; 4]>(src, shape, sel, dst),
-        8 => typed::<[u8; 8]>(src, shape, sel, dst),
-        16 => typed::<[u8; 16]>(src, shape, sel, dst),
-        n => {
-            // Bytes as one more, fastest axis in C order, taken whole; moved first, it
-            // is the fastest axis of the column-major output too.
-            let mut ext = shape.to_vec();
-            ext.push(n);
-            let mut v = ArrayViewD::from_shape(IxDyn(&ext), src).map_err(|e| bad(&e))?;
-            pick(&mut v, sel).map_err(|e| bad(&e))?;
-            let mut axes: Vec<usize> = (0..ext.len()).collect();
-            axes.rotate_right(1);
-            let v = v.permuted_axes(axes);
-            if v.len() != dst.len() {
-                return Err(bad(&format!("{} bytes into {}", v.len(), dst.len())));
-            }
-            copy_to_fortran(&v, dst);
-            Ok(())
-        }
+        1 => typed::<[u8; 1]>(src, shape, sel, dst, progress),
+        2 => typed::<[u8; 2]>(src, shape, sel, dst, progress),
+        4 => typed::<[u8; 4]>(src, shape, sel, dst, progress),
+        8 => typed::<[u8; 8]>(src, shape, sel, dst, progress),
+        16 => typed::<[u8; 16]>(src, shape, sel, dst, progress),
+        n => bytes(src, shape, n, sel, dst, progress),
     };
-    done.map_err(|e| bad(&e))
+    done.map_err(|e| -> Error {
+        let what = match sel {
+            Some(sel) => format!("{sel:?} of shape {shape:?}"),
+            None => format!("shape {shape:?} of {itemsize}-byte items"),
+        };
+        ErrorKind::InvalidArgument(format!("{what}: {e}")).into()
+    })
 }
 
 /// `v` cut to what `sel` picks along its first axes (a [`Stride`](crate::Stride)

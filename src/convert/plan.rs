@@ -73,19 +73,18 @@ struct Buffers {
 struct Pool(Mutex<Vec<Buffers>>);
 
 impl Pool {
-    fn take(&self) -> Buffers {
-        self.0
-            .lock()
-            .map(|mut v| v.pop())
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-    }
-
-    fn put(&self, b: Buffers) {
+    /// `f` over buffers from the pool (new ones where it has none), this thread
+    /// keeping their scratch meanwhile; given back after.
+    fn with<R>(&self, f: impl FnOnce(&mut Buffers) -> R) -> R {
+        let taken = self.0.lock().map(|mut v| v.pop()).ok().flatten();
+        let mut b = taken.unwrap_or_default();
+        let kept = crate::layout::keep_scratch(std::mem::take(&mut b.scratch));
+        let r = f(&mut b);
+        b.scratch = kept.release();
         if let Ok(mut v) = self.0.lock() {
             v.push(b);
         }
+        r
     }
 }
 
@@ -308,14 +307,11 @@ fn run(
     let lent = source.lend();
     if pieces.len() <= 1 {
         // One piece (every small array): no thread to start, here where it is asked.
-        let mut b = pool.take();
-        let kept = crate::layout::keep_scratch(std::mem::take(&mut b.scratch));
-        let done = pieces
-            .iter()
-            .try_for_each(|p| copy_piece(source, sink, desc, lent, p, (&mut b.buf, &mut b.part)));
-        b.scratch = kept.release();
-        pool.put(b);
-        done?;
+        pool.with(|b| {
+            pieces.iter().try_for_each(|p| {
+                copy_piece(source, sink, desc, lent, p, (&mut b.buf, &mut b.part))
+            })
+        })?;
         progress(total, total);
         return Ok(());
     }
@@ -326,12 +322,10 @@ fn run(
         for _ in 0..WORKERS.min(pieces.len()) {
             let (tx, next, stop) = (tx.clone(), &next, &stop);
             s.spawn(move || {
-                let mut b = pool.take();
-                let kept = crate::layout::keep_scratch(std::mem::take(&mut b.scratch));
-                loop {
+                pool.with(|b| loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= pieces.len() || stop.load(Ordering::Relaxed) {
-                        break;
+                        return;
                     }
                     let p = &pieces[i];
                     let done = copy_piece(source, sink, desc, lent, p, (&mut b.buf, &mut b.part))
@@ -339,11 +333,9 @@ fn run(
                     let failed = done.is_err();
                     if tx.send(done).is_err() || failed {
                         stop.store(true, Ordering::Relaxed);
-                        break;
+                        return;
                     }
-                }
-                b.scratch = kept.release();
-                pool.put(b);
+                })
             });
         }
         drop(tx);
@@ -450,8 +442,9 @@ fn run_of(shape: &[usize], e: &[usize], axes: &[usize]) -> usize {
 /// bytes: of the boxes whose runs are as long as they can be (trailing axes whole on
 /// the read side, leading axes whole on the write side, one partial axis on each, the
 /// axes between them one element thick), the one making the fewest reads and writes
-/// per element (`1/read run + 1/write run`). A disk's time per request is about a
-/// fixed cost plus its bytes, so this is the one the disk finishes first.
+/// per element (`1/read run + write_cost/write run`). A disk's time per request is
+/// about a fixed cost plus its bytes, so with a `write_cost` of 1 this is the one the
+/// disk finishes first; from a mapping a read's break costs far less than a write's.
 pub(crate) fn box_shape(shape: &[usize], w: usize, budget: usize, write_cost: f64) -> Vec<usize> {
     let n = shape.len();
     let (c_axes, f_axes) = (fastest_first(n, true), fastest_first(n, false));
