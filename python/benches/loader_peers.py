@@ -41,6 +41,7 @@ import time
 import numpy as np
 
 import rastore
+from rastore._frames import memory_cgroups
 
 FRAME = (64, 64, 3)
 BATCH = 256
@@ -60,18 +61,11 @@ def limit_memory(mib):
     """Moves this process into a new child cgroup of its own whose memory (v1
     ``memory.limit_in_bytes``, v2 ``memory.max``), page cache included, is ``mib`` MiB;
     its children inherit it."""
-    with open("/proc/self/cgroup") as f:
-        lines = f.read().splitlines()
-    for line in lines:
-        hierarchy, _, rest = line.partition(":")
-        controllers, _, path = rest.partition(":")
-        if "memory" in controllers.split(","):
-            folder, limit = f"/sys/fs/cgroup/memory{path}/loader-bench", "memory.limit_in_bytes"
-            break
-        if hierarchy == "0" and controllers == "":
-            folder, limit = f"/sys/fs/cgroup{path}/loader-bench", "memory.max"
-    else:
+    groups = memory_cgroups()
+    if not groups:
         raise SystemExit("no memory cgroup to limit")
+    folder, limit, _ = groups[0]
+    folder = f"{folder}/loader-bench"
     os.makedirs(folder, exist_ok=True)
     with open(f"{folder}/{limit}", "w") as f:
         f.write(str(mib << 20))

@@ -164,25 +164,31 @@ def available_memory(proc="/proc", cgroups="/sys/fs/cgroup"):
     return avail if room is None else min(avail, room)
 
 
-def _cgroup_room(proc, cgroups):
-    """What this process's cgroup limit leaves beside its processes' own memory (v2
-    ``memory.max`` less ``anon``, v1 ``memory.limit_in_bytes`` less ``total_rss``), or
-    None without a limit."""
+def memory_cgroups(proc="/proc", cgroups="/sys/fs/cgroup"):
+    """This process's memory cgroups, v1's memory controller first, then v2's: each as
+    (its folder, the file of its limit, the key of ``memory.stat`` that counts its
+    processes' own memory)."""
     try:
         with open(f"{proc}/self/cgroup") as f:
             lines = f.read().splitlines()
     except OSError:
-        return None
+        return []
+    v1, v2 = [], []
     for line in lines:
         hierarchy, _, rest = line.partition(":")
         controllers, _, path = rest.partition(":")
         if hierarchy == "0" and controllers == "":
-            folder, limit_name, held_name = f"{cgroups}{path}", "memory.max", "anon"
+            v2.append((f"{cgroups}{path}", "memory.max", "anon"))
         elif "memory" in controllers.split(","):
-            folder = f"{cgroups}/memory{path}"
-            limit_name, held_name = "memory.limit_in_bytes", "total_rss"
-        else:
-            continue
+            v1.append((f"{cgroups}/memory{path}", "memory.limit_in_bytes", "total_rss"))
+    return v1 + v2
+
+
+def _cgroup_room(proc, cgroups):
+    """What this process's cgroup limit leaves beside its processes' own memory (v2
+    ``memory.max`` less ``anon``, v1 ``memory.limit_in_bytes`` less ``total_rss``), or
+    None without a limit."""
+    for folder, limit_name, held_name in memory_cgroups(proc, cgroups):
         try:
             with open(f"{folder}/{limit_name}") as f:
                 limit = f.read().strip()

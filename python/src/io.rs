@@ -66,7 +66,10 @@ fn read<'py>(
         }
         (Some(Format::NetCdf3), member) => {
             let variable = py.detach(|| variable_of(&file, member)).map_err(to_py)?;
-            return read_variable(py, variable, allocate);
+            let stored = (variable.desc().clone(), variable.c_order());
+            return read_stored(py, stored, allocate, move |buf| {
+                variable.read_stored_into(buf)
+            });
         }
         (Some(Format::Nifti | Format::Tiff), None) | (Some(Format::Hdf5), _) => {
             return read_source(py, &path, allocate)
@@ -122,48 +125,34 @@ fn variable_of(
     }
 }
 
-/// `read` of a NetCDF variable: its values in C order as the file stores them (its
-/// records gathered), native byte order, into a C-order array.
-fn read_variable<'py>(
+/// `read` of an array stored raw, `desc` in C order where `c_order` says (a `.npy`, a
+/// tensor, a NetCDF variable, its records gathered): its data as stored, native byte
+/// order, `read` into the array that `allocate` makes of that order.
+fn read_stored<'py>(
     py: Python<'py>,
-    variable: rastore::formats::netcdf3::engine::VariableSource,
+    (desc, c_order): (Desc, bool),
     allocate: Bound<'py, PyAny>,
+    read: impl FnOnce(&mut [u8]) -> rastore::Result<()> + Send,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let desc = variable.desc().clone();
     let trailer = PyBytes::new(py, &desc.trailer);
-    let fortran = !variable.c_order();
     let args = (
         desc.dtype.eltype,
         desc.dtype.elbyte,
         desc.dims,
         trailer,
-        fortran,
+        !c_order,
     );
-    filled(py, &allocate, args.into_pyobject(py)?, |buf| {
-        variable.read_stored_into(buf)
-    })
+    filled(py, &allocate, args.into_pyobject(py)?, read)
 }
 
-/// `read` of a `.npy` (or an array stored as one): its data as stored (C or Fortran
-/// order), in native byte order.
+/// [`read_stored`] of a `.npy` (or an array stored as one: a safetensors tensor).
 fn read_npy<'py>(
     py: Python<'py>,
     npy: NpySource,
     allocate: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let desc = npy.desc().clone();
-    let trailer = PyBytes::new(py, &desc.trailer);
-    let fortran = !npy.c_order();
-    let args = (
-        desc.dtype.eltype,
-        desc.dtype.elbyte,
-        desc.dims,
-        trailer,
-        fortran,
-    );
-    filled(py, &allocate, args.into_pyobject(py)?, |buf| {
-        npy.read_stored_into(buf)
-    })
+    let stored = (npy.desc().clone(), npy.c_order());
+    read_stored(py, stored, allocate, move |buf| npy.read_stored_into(buf))
 }
 
 /// `read` of a file of another format through its engine source (a NIfTI image,
@@ -392,9 +381,7 @@ fn fortran_of_c(
     itemsize: usize,
     mut out: numpy::PyReadwriteArray1<'_, u8>,
 ) -> PyResult<()> {
-    let src = data
-        .as_slice()
-        .map_err(|e| crate::errors::error(format!("the data must be contiguous bytes: {e}")))?;
+    let src = bytes_of(&data)?;
     let dst = crate::reader::bytes_mut(&mut out)?;
     if src.len() != dst.len() {
         return Err(crate::errors::error(format!(

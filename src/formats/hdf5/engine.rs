@@ -172,7 +172,7 @@ fn stored(h5: &H5, ds: &Dataset, v: &View, shown: PathBuf) -> Result<Box<dyn Sou
             let nh = npy_header(v, *offset);
             let file = h5.file.try_clone().map_err(io_at("open", &h5.path))?;
             let npy = NpySource::of_layout(&shown, file, 0, h5.len, nh)?;
-            Ok(Box::new(InPlace { npy, desc }))
+            Ok(Box::new(npy.with_trailer(desc.trailer)))
         }
         Layout::Compact(bytes) => Ok(Box::new(MemorySource {
             data: compact(v, &ds.shape, bytes)
@@ -337,34 +337,6 @@ fn fill_element(descr: &Descr, fill: Option<&[u8]>) -> Vec<u8> {
     e
 }
 
-/// A contiguous dataset: bytes at an offset of the file, read as a `.npy`'s are.
-struct InPlace {
-    npy: NpySource,
-    desc: Desc,
-}
-
-impl Source for InPlace {
-    fn desc(&self) -> &Desc {
-        &self.desc
-    }
-
-    fn grain(&self) -> Grain {
-        self.npy.grain()
-    }
-
-    fn read_box(&self, block: &Block, out: &mut [u8]) -> Result<()> {
-        self.npy.read_box(block, out)
-    }
-
-    fn read_selection(&self, sel: &[crate::Stride], out: &mut [u8]) -> Result<()> {
-        self.npy.read_selection(sel, out)
-    }
-
-    fn shown(&self) -> &Path {
-        self.npy.shown()
-    }
-}
-
 /// A dataset never written: every element its fill value.
 struct FillSource {
     elem: Vec<u8>,
@@ -382,10 +354,7 @@ impl Source for FillSource {
     }
 
     fn read_box(&self, block: &Block, out: &mut [u8]) -> Result<()> {
-        crate::selection::fit(out, block.count() * self.elem.len() as u64)?;
-        out.chunks_exact_mut(self.elem.len())
-            .for_each(|e| e.copy_from_slice(&self.elem));
-        Ok(())
+        self.read_selection(&block.strides(), out)
     }
 
     fn read_selection(&self, sel: &[crate::Stride], out: &mut [u8]) -> Result<()> {

@@ -382,11 +382,13 @@ impl Source for RecordSource {
             // One value per record, or a single record: C order is column-major.
             return self.read_records(sel, out);
         }
-        let mut c = vec![0u8; out.len()];
-        self.read_records(sel, &mut c)?;
         let counts: Vec<u64> = sel.iter().map(|s| s.count).collect();
         let shape = crate::view::shape_usize(&counts)?;
-        transpose_c_to_f(&c, &shape, w as usize, out, &mut |_, _| ())
+        // Through this thread's scratch buffer, as a C-order `.npy`'s boxes go.
+        crate::layout::with_scratch(out.len(), |c| {
+            self.read_records(sel, c)?;
+            transpose_c_to_f(c, &shape, w as usize, out, &mut |_, _| ())
+        })
     }
 
     fn shown(&self) -> &Path {
