@@ -134,9 +134,9 @@ enum Member {
     Tensor(PathBuf, String),
     /// An array inside a file of named arrays (a NetCDF variable), by name.
     Inside(PathBuf, String),
-    /// A dataset of an HDF5 file, by its path there.
+    /// A dataset of an HDF5 file (opened once for all of a tree's), by its path there.
     #[cfg(feature = "hdf5")]
-    Hdf5(PathBuf, String),
+    Hdf5(std::sync::Arc<crate::formats::hdf5::H5>, String),
 }
 
 /// A tree of arrays: each by its path in the tree (`a`, `sub/b`), and each group
@@ -621,7 +621,7 @@ fn open_member(
         )),
         Member::Inside(file, name) => super::local::open_inside(file, name),
         #[cfg(feature = "hdf5")]
-        Member::Hdf5(file, object) => crate::formats::hdf5::engine::open_object(file, object),
+        Member::Hdf5(h5, object) => crate::formats::hdf5::engine::open_in(h5, object),
         Member::Zarr(p) => {
             let v = variable(name).to_string();
             let reading = match alone {
@@ -714,10 +714,14 @@ fn hdf5_tree(input: &Path) -> Result<Option<Tree>> {
         return Ok(None);
     }
     let object = object.unwrap_or_default();
-    if !engine::is_group(&file, &object)? {
+    let Some(engine::GroupTree {
+        h5,
+        datasets,
+        groups,
+    }) = engine::tree(&file, &object)?
+    else {
         return Ok(None);
-    }
-    let (datasets, groups) = engine::tree(&file, &object)?;
+    };
     let mut tree = Tree::new("an HDF5 group", Map::new());
     tree.groups = groups;
     tree.groups.entry(String::new()).or_default();
@@ -733,7 +737,7 @@ fn hdf5_tree(input: &Path) -> Result<Option<Tree>> {
     }
     for d in datasets {
         let path = crate::formats::hdf5::join(&object, &d);
-        tree.arrays.push((d, Member::Hdf5(file.clone(), path)));
+        tree.arrays.push((d, Member::Hdf5(h5.clone(), path)));
     }
     Ok(Some(tree))
 }

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -97,9 +98,13 @@ fn desc(h5: &H5, ds: &Dataset, v: &View, shown: &Path) -> Result<Desc> {
 
 /// The dataset `object` of the file `file` as a source.
 pub fn open_object(file: &Path, object: &str) -> Result<Box<dyn Source>> {
-    let h5 = H5::open(file)?;
+    open_in(&H5::open(file)?, object)
+}
+
+/// The dataset `object` of the open file `h5` as a source.
+pub fn open_in(h5: &H5, object: &str) -> Result<Box<dyn Source>> {
     let ds = h5.dataset(object)?;
-    source(&h5, &ds)
+    source(h5, &ds)
 }
 
 /// The one dataset of the file `file` as a source; a file of several (or none) is
@@ -407,13 +412,18 @@ pub fn placed(file: &Path, object: &str) -> Result<NpyHeader> {
 /// Each group of a tree with its attributes, by its path from the tree's top.
 pub type Groups = BTreeMap<String, Map<String, Value>>;
 
-/// The datasets and groups of the group `top` of `file` (the root: `""`), by their
-/// paths from it: each dataset's, and each group's with its attributes (the top's
-/// under `""`). A member that cannot be read is refused, naming it; soft and
-/// external links are not followed (h5py's `visititems` does not follow them); a
-/// MATLAB file's `#refs#` group (the targets of its cells) is no variable.
-pub fn tree(file: &Path, top: &str) -> Result<(Vec<String>, Groups)> {
+/// The file `file` opened, and the datasets and groups of its group `top` (the root:
+/// `""`) by their paths from it: each dataset's, and each group's with its attributes
+/// (the top's under `""`); `None` where `top` is a dataset. A member that cannot be
+/// read is refused, naming it; soft and external links are not followed (h5py's
+/// `visititems` does not follow them); a MATLAB file's `#refs#` group (the targets of
+/// its cells) is no variable. Its datasets are opened from the file returned
+/// ([`open_in`]), each without opening the file again.
+pub fn tree(file: &Path, top: &str) -> Result<Option<GroupTree>> {
     let h5 = H5::open(file)?;
+    if !matches!(h5.resolve(top)?, super::Object::Group(..)) {
+        return Ok(None);
+    }
     let mut datasets = Vec::new();
     let mut groups = BTreeMap::new();
     for e in h5.walk(top)? {
@@ -432,13 +442,21 @@ pub fn tree(file: &Path, top: &str) -> Result<(Vec<String>, Groups)> {
             Entry::Link(..) => {}
         }
     }
-    Ok((datasets, groups))
+    Ok(Some(GroupTree {
+        h5: Arc::new(h5),
+        datasets,
+        groups,
+    }))
 }
 
-/// Whether `object` of `file` is a group (the root, `""`, is).
-pub fn is_group(file: &Path, object: &str) -> Result<bool> {
-    let h5 = H5::open(file)?;
-    Ok(matches!(h5.resolve(object)?, super::Object::Group(..)))
+/// A group of an HDF5 file and what is below it ([`tree`]).
+pub struct GroupTree {
+    /// The file, open.
+    pub h5: Arc<H5>,
+    /// The datasets' paths from the group.
+    pub datasets: Vec<String>,
+    /// The groups' attributes by their paths from the group.
+    pub groups: Groups,
 }
 
 /// The chunk table of the chunked dataset `object` of `file`, with its attributes as

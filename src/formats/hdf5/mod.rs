@@ -25,10 +25,10 @@ mod links;
 mod matlab;
 mod store;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use hdf5_reader::error::Error as H5Error;
 use hdf5_reader::group::Group;
@@ -68,6 +68,9 @@ pub struct H5 {
     /// Each dataset's name by its address, to name the dimension scales that
     /// `DIMENSION_LIST`s refer to; listed once, when first needed.
     names: std::sync::OnceLock<std::collections::HashMap<u64, String>>,
+    /// Each group's links by its header's address, parsed once: every dataset is
+    /// looked up by its path from the root, through the groups above it.
+    links: Mutex<HashMap<u64, Arc<Vec<Link>>>>,
 }
 
 /// What an object path leads to.
@@ -146,6 +149,7 @@ impl H5 {
             matlab: base > 0 && head.starts_with(b"MATLAB 7.3 MAT-file"),
             netcdf,
             names: std::sync::OnceLock::new(),
+            links: Mutex::default(),
         })
     }
 
@@ -226,9 +230,24 @@ impl H5 {
             .map_err(|e| self.err(object, e))
     }
 
-    /// The links of the group `object`, whose header is `header`.
-    fn links(&self, object: &str, header: &ObjectHeader) -> Result<Vec<Link>> {
-        links::links(self.h5.storage(), header, self.sizes).map_err(|e| self.err(object, e))
+    /// The links of the group `object` whose header is at `address`, sorted by name.
+    fn links(&self, object: &str, address: u64) -> Result<Arc<Vec<Link>>> {
+        let known = self
+            .links
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&address).cloned());
+        if let Some(links) = known {
+            return Ok(links);
+        }
+        let header = self.header(object, address)?;
+        let links = links::links(self.h5.storage(), &header, self.sizes)
+            .map_err(|e| self.err(object, e))?;
+        let links = Arc::new(links);
+        if let Ok(mut m) = self.links.lock() {
+            m.insert(address, links.clone());
+        }
+        Ok(links)
     }
 
     /// The root group.
@@ -261,11 +280,11 @@ impl H5 {
         for (k, part) in parts.iter().enumerate() {
             let last = k + 1 == parts.len();
             let path = join(&here, part);
-            let header = self.header(&here, address)?;
-            let links = self.links(&here, &header)?;
-            let Some(link) = links.iter().find(|l| l.name == *part) else {
+            let links = self.links(&here, address)?;
+            let Ok(at) = links.binary_search_by(|l| l.name.as_str().cmp(part)) else {
                 return Err(self.missing(&here, part, &links));
             };
+            let link = &links[at];
             let (child, child_address) = match &link.target {
                 LinkTarget::Hard { address } => (None, *address),
                 LinkTarget::Soft { path: to } => {
@@ -376,8 +395,7 @@ impl H5 {
         out: &mut Vec<Entry>,
     ) -> Result<()> {
         let object = join(top, rel);
-        let header = self.header(&object, address)?;
-        for link in self.links(&object, &header)? {
+        for link in self.links(&object, address)?.iter() {
             let child = join(rel, &link.name);
             let path = join(top, &child);
             let address = match &link.target {
