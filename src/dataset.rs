@@ -170,17 +170,22 @@ pub fn attributes(folder: &Path) -> Result<Option<Yaml>> {
     attributes_in(&text).map_err(|e| e.at(&path))
 }
 
-/// The text of the folder's `dataset.yaml` when it names its attributes' types
-/// (`attribute_types`, as a NetCDF file's converted are), which a copy keeps whole.
-pub fn typed_attributes(folder: &Path) -> Result<Option<String>> {
+/// The attributes in the folder's `dataset.yaml` ([`attributes`]), and its text when
+/// it names their types too (`attribute_types`, as a NetCDF file's converted are),
+/// which a copy keeps whole: the file read and parsed once.
+pub fn attributes_and_text(folder: &Path) -> Result<(Option<Yaml>, Option<String>)> {
     let path = folder.join(ATTRIBUTES);
     if !path.is_file() {
-        return Ok(None);
+        return Ok((None, None));
     }
     let text = std::fs::read(&path).map_err(io_at("read", &path))?;
-    let typed = crate::ndl::parse_trailer(&text)
-        .is_some_and(|doc| doc[crate::cdm::TYPES_KEY].as_hash().is_some());
-    Ok(typed.then(|| String::from_utf8_lossy(&text).into_owned()))
+    let doc = document(&text).map_err(|e| e.at(&path))?;
+    let attributes = attributes_of(&doc).map_err(|e| e.at(&path))?;
+    let typed = doc[crate::cdm::TYPES_KEY].as_hash().is_some();
+    Ok((
+        attributes,
+        typed.then(|| String::from_utf8_lossy(&text).into_owned()),
+    ))
 }
 
 /// Largest `dataset.yaml` read (as an NDL trailer).
@@ -189,11 +194,20 @@ pub const MAX_ATTRIBUTES: u64 = 1 << 20;
 /// The attributes of the `dataset.yaml` document `text` (`None` if it has none); a
 /// document that is no NDL, or whose attributes are no mapping, is an error.
 pub fn attributes_in(text: &[u8]) -> Result<Option<Yaml>> {
-    let doc = crate::ndl::parse_trailer(text).ok_or_else(|| {
+    attributes_of(&document(text)?)
+}
+
+/// The NDL document `text`, or why it is none.
+fn document(text: &[u8]) -> Result<Yaml> {
+    crate::ndl::parse_trailer(text).ok_or_else(|| {
         Error::from(ErrorKind::InvalidArgument(
             "not an NDL document (YAML starting ---, at most 1 MiB, no aliases)".into(),
         ))
-    })?;
+    })
+}
+
+/// The attributes of the `dataset.yaml` document `doc` ([`attributes_in`]).
+fn attributes_of(doc: &Yaml) -> Result<Option<Yaml>> {
     match &doc["attributes"] {
         Yaml::BadValue => Ok(None),
         a @ Yaml::Hash(_) => Ok(Some(a.clone())),

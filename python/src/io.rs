@@ -433,11 +433,7 @@ fn info_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 /// `ra info --json` of an HDF5 dataset (`x.h5/grp/dset`); `None` for anything else.
 #[cfg(feature = "hdf5")]
 fn hdf5_info(path: &Path) -> Option<rastore::Result<String>> {
-    let (file, object) = rastore::convert::member_path(path);
-    if !file.is_file() || Format::of(&file).ok() != Some(Format::Hdf5) {
-        return None;
-    }
-    let object = object.unwrap_or_default();
+    let (file, object) = rastore::convert::hdf5_member(path)?;
     Some(
         rastore::formats::hdf5::info::lines(&file, &object).and_then(|lines| {
             match lines.as_slice() {

@@ -63,7 +63,7 @@ use crate::error::Result;
 pub use file::write_box;
 pub use open::{create, open};
 pub use options::{array_name, is_zarr, ConvertOptions, Format};
-pub use placed::{member_path, members, placeable, placed, Placed};
+pub use placed::{hdf5_member, member_path, members, placeable, placed, Placed};
 pub use plan::copy;
 pub use route::{convert, write_array};
 pub use select::{select, Pick};

@@ -52,6 +52,15 @@ pub fn member_path(path: &Path) -> (PathBuf, Option<String>) {
     (path.to_path_buf(), None)
 }
 
+/// The HDF5 file that `path` is, or names an object of (`x.h5/grp/dset`,
+/// [`member_path`]), and that object's path in it (`""` for the file itself); `None`
+/// for a path of anything else.
+pub fn hdf5_member(path: &Path) -> Option<(PathBuf, String)> {
+    let (file, object) = member_path(path);
+    (file.is_file() && Format::of(&file).ok() == Some(Format::Hdf5))
+        .then(|| (file, object.unwrap_or_default()))
+}
+
 /// The names of the arrays inside the local file `path`, when it is a file of named
 /// arrays (a safetensors file's tensors, a NetCDF file's variables), each named
 /// `path/NAME` ([`member_path`]); `None` for any other file.

@@ -253,10 +253,8 @@ fn file_references(
 /// raw in its file: [`zarr_in_place`] reads it).
 pub fn hdf5_chunks(input: &Path) -> Result<Option<crate::formats::zarr::ChunkTable>> {
     #[cfg(feature = "hdf5")]
-    if let (file, Some(object)) = super::member_path(input) {
-        if file.is_file() && Format::of(&file).ok() == Some(Format::Hdf5) {
-            return crate::formats::hdf5::engine::chunk_table(&file, &object);
-        }
+    if let Some((file, object)) = super::hdf5_member(input).filter(|(_, o)| !o.is_empty()) {
+        return crate::formats::hdf5::engine::chunk_table(&file, &object);
     }
     let _ = input;
     Ok(None)

@@ -29,8 +29,12 @@ pub fn convert(
     options: &ConvertOptions,
     progress: Progress,
 ) -> Result<Converted> {
-    // An output no writer makes (an `.nc`) is refused before the input is read.
-    if Format::by_extension(output) == Some(Format::NetCdf3) {
+    // An output no writer makes (an `.nc`, an `.h5`) is refused before the input is
+    // read.
+    if matches!(
+        Format::by_extension(output),
+        Some(Format::NetCdf3 | Format::Hdf5)
+    ) {
         return Format::of_output(output).map(|_| Converted::default());
     }
     // (A path past a file, naming an array in it, is opened below.)

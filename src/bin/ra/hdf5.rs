@@ -4,17 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use rastore::convert::{member_path, Format};
-
 /// The HDF5 file `path` is, or names an object of (`x.h5/grp`), and that object's
 /// path in it (`""` for the file).
 pub fn target(path: &Path) -> Option<(PathBuf, String)> {
     if !cfg!(feature = "hdf5") || crate::remote::is_remote(path) {
         return None;
     }
-    let (file, object) = member_path(path);
-    (file.is_file() && Format::of(&file).ok() == Some(Format::Hdf5))
-        .then(|| (file, object.unwrap_or_default()))
+    rastore::convert::hdf5_member(path)
 }
 
 /// The datasets the object `object` of `file` stands for, each named `FILE/PATH`.

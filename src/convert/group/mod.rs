@@ -59,10 +59,6 @@ pub(super) fn convert(
         }
     }
     let out = Format::by_extension(output);
-    if out == Some(Format::Hdf5) {
-        // Read, never written: refused as an output before the input is read.
-        return Format::of_output(output).map(|_| None);
-    }
     let into_tree = match out {
         Some(Format::Zarr) => !options.zarr_bare(),
         Some(Format::Npz) => true,
@@ -653,14 +649,20 @@ fn zarr_tree(dir: &Path, attrs: Map<String, Value>) -> Result<Tree> {
     Ok(tree)
 }
 
+/// Whether `name` (parts split at `/`) is a path inside a folder: no part empty, `.`
+/// or `..`, none holding a backslash or a NUL.
+fn is_folder_path(name: &str) -> bool {
+    name.split('/')
+        .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', '\0']))
+}
+
 /// The tree of the safetensors file `file`: each tensor by its name (a name holding
 /// `/` is in a sub-group), `__metadata__` the top group's attributes.
 fn safetensors_tree(file: &Path) -> Result<Tree> {
     let (names, attrs) = crate::formats::safetensors::engine::dataset(file)?;
     let mut tree = Tree::new("a safetensors file", attrs);
     for name in names {
-        let plain = |c: &str| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', '\0']);
-        if !name.split('/').all(plain) {
+        if !is_folder_path(&name) {
             return Err(Error::from(ErrorKind::Malformed {
                 format: "safetensors",
                 field: name,
@@ -709,11 +711,9 @@ fn cdm_tree(kind: &'static str, file: &Path, ds: crate::cdm::Dataset) -> Result<
 #[cfg(feature = "hdf5")]
 fn hdf5_tree(input: &Path) -> Result<Option<Tree>> {
     use crate::formats::hdf5::engine;
-    let (file, object) = super::member_path(input);
-    if !file.is_file() || Format::of(&file).ok() != Some(Format::Hdf5) {
+    let Some((file, object)) = super::hdf5_member(input) else {
         return Ok(None);
-    }
-    let object = object.unwrap_or_default();
+    };
     let Some(engine::GroupTree {
         h5,
         datasets,
@@ -725,9 +725,8 @@ fn hdf5_tree(input: &Path) -> Result<Option<Tree>> {
     let mut tree = Tree::new("an HDF5 group", Map::new());
     tree.groups = groups;
     tree.groups.entry(String::new()).or_default();
-    let plain = |c: &str| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', '\0']);
     for name in tree.groups.keys().chain(&datasets) {
-        if !name.is_empty() && !name.split('/').all(plain) {
+        if !name.is_empty() && !is_folder_path(name) {
             return Err(Error::from(ErrorKind::Unsupported(format!(
                 "the HDF5 object {name:?}: a name that is no path inside a folder (`.`, \
                  `..` or a backslash); name its datasets one by one as FILE/PATH instead"
@@ -758,9 +757,10 @@ fn dataset_tree(folder: &Path) -> Result<Tree> {
         tree.add_variable(v.name, v.path);
     }
     for (g, attrs) in tree.groups.iter_mut() {
-        *attrs = attributes_map(crate::dataset::attributes(&folder.join(g))?);
+        let (a, typed) = crate::dataset::attributes_and_text(&folder.join(g))?;
+        *attrs = attributes_map(a);
         // Attributes with their types (a NetCDF file's) go into a folder as they are.
-        if let Some(text) = crate::dataset::typed_attributes(&folder.join(g))? {
+        if let Some(text) = typed {
             tree.typed.insert(g.clone(), text);
         }
     }
