@@ -20,6 +20,17 @@ use hdf5_reader::Storage;
 /// Most links one group may have: a larger count is refused as malformed.
 const MAX_LINKS: usize = 1 << 20;
 
+/// Adds `link` to `out`, refusing a group of more than [`MAX_LINKS`].
+fn push(out: &mut Vec<Link>, link: Link) -> H5Result<()> {
+    if out.len() >= MAX_LINKS {
+        return Err(H5Error::InvalidData(format!(
+            "a group of more than {MAX_LINKS} links"
+        )));
+    }
+    out.push(link);
+    Ok(())
+}
+
 /// A link of a group: its name and where it leads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
@@ -45,10 +56,13 @@ pub fn links(storage: &dyn Storage, header: &ObjectHeader, sizes: Sizes) -> H5Re
             HdfMessage::SymbolTable(st) => {
                 symbol_table(storage, st.btree_address, st.heap_address, sizes, &mut out)?
             }
-            HdfMessage::Link(l) => out.push(Link {
-                name: l.name.clone(),
-                target: l.target.clone(),
-            }),
+            HdfMessage::Link(l) => push(
+                &mut out,
+                Link {
+                    name: l.name.clone(),
+                    target: l.target.clone(),
+                },
+            )?,
             HdfMessage::LinkInfo(li)
                 if !Cursor::is_undefined_offset(li.fractal_heap_address, sizes.offset) =>
             {
@@ -61,11 +75,6 @@ pub fn links(storage: &dyn Storage, header: &ObjectHeader, sizes: Sizes) -> H5Re
                 )?
             }
             _ => {}
-        }
-        if out.len() > MAX_LINKS {
-            return Err(H5Error::InvalidData(format!(
-                "a group of more than {MAX_LINKS} links"
-            )));
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -119,12 +128,7 @@ fn symbol_table(
                     address: e.object_header_address,
                 }
             };
-            out.push(Link { name, target });
-            if out.len() > MAX_LINKS {
-                return Err(H5Error::InvalidData(format!(
-                    "a group of more than {MAX_LINKS} links"
-                )));
-            }
+            push(out, Link { name, target })?;
         }
     }
     Ok(())
@@ -183,15 +187,13 @@ fn dense(
             sizes.length,
             bytes.len(),
         )?;
-        out.push(Link {
-            name: m.name,
-            target: m.target,
-        });
-        if out.len() > MAX_LINKS {
-            return Err(H5Error::InvalidData(format!(
-                "a group of more than {MAX_LINKS} links"
-            )));
-        }
+        push(
+            out,
+            Link {
+                name: m.name,
+                target: m.target,
+            },
+        )?;
     }
     Ok(())
 }
