@@ -25,13 +25,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import netCDF4
 import numpy as np
 import xarray as xr
 
 import rastore
+from timing import row, timed, warm
 
 
 def make(path, mib):
@@ -61,22 +61,6 @@ def make(path, mib):
     return n
 
 
-def timed(f, runs, before=None):
-    out = []
-    for _ in range(runs):
-        if before:
-            before()
-        t = time.perf_counter()
-        f()
-        out.append(time.perf_counter() - t)
-    return sorted(out)
-
-
-def row(name, ts):
-    print(f"{name}\t{ts[len(ts) // 2]:.4f}\t{ts[0]:.4f}\t{ts[-1]:.4f}", flush=True)
-    return ts[len(ts) // 2]
-
-
 def main():
     ra, d, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
     mib = float(sys.argv[4]) if len(sys.argv) > 4 else 256.0
@@ -85,9 +69,7 @@ def main():
     n = make(src, mib)
     size = os.path.getsize(src)
     print(f"# {size / (1 << 20):.0f} MiB CDF-2, {n} records, {runs} runs", flush=True)
-    with open(src, "rb") as f:
-        while f.read(64 << 20):
-            pass
+    warm(src)
     ours_out, peer_out = os.path.join(d, "out"), os.path.join(d, "peer")
 
     def clean():

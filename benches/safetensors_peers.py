@@ -27,13 +27,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
 import rastore
+from timing import row, timed, warm
 
 
 def make(path, gib):
@@ -74,22 +74,6 @@ def make_sparse(path, gib):
     return "t.0000", first
 
 
-def timed(f, runs, before=None):
-    out = []
-    for _ in range(runs):
-        if before:
-            before()
-        t = time.perf_counter()
-        f()
-        out.append(time.perf_counter() - t)
-    return sorted(out)
-
-
-def row(name, ts):
-    print(f"{name}\t{ts[len(ts) // 2]:.4f}\t{ts[0]:.4f}\t{ts[-1]:.4f}", flush=True)
-    return ts[len(ts) // 2]
-
-
 def main():
     ra, d, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
     gib = float(sys.argv[4]) if len(sys.argv) > 4 else 4.0
@@ -99,9 +83,7 @@ def main():
     names = make(src, gib)
     size = os.path.getsize(src)
     print(f"# {size / (1 << 30):.2f} GiB, {len(names)} tensors, {runs} runs", flush=True)
-    with open(src, "rb") as f:
-        while f.read(64 << 20):
-            pass
+    warm(src)
     copy, out = os.path.join(d, "copy.safetensors"), os.path.join(d, "out")
 
     def clean():
