@@ -135,7 +135,8 @@ class _TableNode:
         self.file = t["file"]
         self.zarray, self.zattrs = t["zarray"], dict(t["zattrs"])
         self.chunks = {k: (int(a), int(n)) for k, (a, n) in t["chunks"].items()}
-        self.name = _array_name(location)
+        # Named as `rastore.references` names it.
+        self.name = _rastore.array_name(location)
         self._map = None
 
     def _v3(self):
@@ -183,12 +184,6 @@ class _TableNode:
         if self._map is None:
             self._map = np.memmap(self.file, dtype="u1", mode="r")
         return self._map[start:start + n]
-
-
-def _array_name(location):
-    """The name a single array goes by in a group: its member's (``x.h5/grp/dset``:
-    ``dset``), as ``rastore.references`` names it."""
-    return os.path.basename(location.rstrip("/")) or "array"
 
 
 def _group_docs(zarr_format, members, attributes=None):

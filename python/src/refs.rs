@@ -106,8 +106,7 @@ fn hdf5_chunks(py: Python<'_>, location: PathBuf) -> PyResult<Option<String>> {
         let Some(t) = refs::hdf5_chunks(&location).map_err(to_py)? else {
             return Ok(None);
         };
-        let file =
-            std::path::absolute(rastore::convert::member_path(&location).0).unwrap_or_default();
+        let file = refs::own_url(&location).map_err(to_py)?;
         let chunks: serde_json::Map<String, serde_json::Value> = t
             .chunks
             .iter()
@@ -115,7 +114,7 @@ fn hdf5_chunks(py: Python<'_>, location: PathBuf) -> PyResult<Option<String>> {
             .collect();
         Ok(Some(
             json!({
-                "file": file.to_string_lossy(),
+                "file": file,
                 "zarray": t.zarray,
                 "zattrs": t.zattrs,
                 "chunks": chunks,

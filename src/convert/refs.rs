@@ -185,26 +185,30 @@ pub fn references(
 ) -> Result<Value> {
     if let Some(table) = hdf5_chunks(input)? {
         // Chunked in the file: its own chunks, whatever `chunks` asks.
-        let file =
-            std::path::absolute(super::member_path(input).0).map_err(io_at("resolve", input))?;
-        let own = file.to_string_lossy();
+        let own = own_url(input)?;
         return Ok(table.references(url.unwrap_or(&own), &array_name(input)));
     }
     if let Some(names) = super::members(input).filter(|_| is_netcdf(input)) {
         return file_references(input, &names?, chunks, url, options);
     }
     let (view, read) = opened(input, chunks, options, None)?;
-    let own = match input.to_str() {
-        Some(s) if s.starts_with("s3://") => s.to_string(),
-        // An array inside a file (`m.safetensors/NAME`) is read from the file.
-        _ => std::path::absolute(super::member_path(input).0)
-            .map_err(io_at("resolve", input))?
-            .to_string_lossy()
-            .into_owned(),
-    };
+    let own = own_url(input)?;
     let name = array_name(input);
     view.references(url.unwrap_or(&own), &name, read)
         .map_err(|e| e.at(input))
+}
+
+/// Where references to `input`'s bytes point: an object's URL as it is, else the
+/// absolute path of the file (of the file an array is inside: `m.safetensors/NAME`,
+/// `x.h5/dset`).
+pub fn own_url(input: &Path) -> Result<String> {
+    match input.to_str() {
+        Some(s) if s.starts_with("s3://") => Ok(s.to_string()),
+        _ => Ok(std::path::absolute(super::member_path(input).0)
+            .map_err(io_at("resolve", input))?
+            .to_string_lossy()
+            .into_owned()),
+    }
 }
 
 /// Whether `path` is a local NetCDF file.

@@ -359,33 +359,20 @@ impl InPlace {
             ))
             .into());
         }
-        let prefix = if name.is_empty() {
-            String::new()
-        } else {
-            format!("{name}/")
-        };
-        let text = |v: &Value| Value::String(v.to_string());
-        let mut refs = Map::new();
-        if !name.is_empty() {
-            refs.insert(".zgroup".into(), text(&json!({"zarr_format": 2})));
-        }
-        refs.insert(format!("{prefix}.zarray"), text(&self.zarray));
-        refs.insert(format!("{prefix}.zattrs"), text(&self.zattrs));
+        let mut chunks = Vec::with_capacity(self.count.min(1 << 20) as usize);
         for i in 0..self.count {
             let r = self.range(i);
-            let key = format!("{prefix}{}", self.key_v2(i));
-            if r.end - r.start == self.chunk_bytes {
-                refs.insert(key, json!([url, r.start, r.end - r.start]));
+            let at = if r.end - r.start == self.chunk_bytes {
+                json!([url, r.start, r.end - r.start])
             } else {
                 let mut bytes = read(r)?;
                 bytes.resize(self.chunk_bytes as usize, 0);
-                refs.insert(
-                    key,
-                    json!(format!("base64:{}", meta::base64_encode(&bytes))),
-                );
-            }
+                json!(format!("base64:{}", meta::base64_encode(&bytes)))
+            };
+            chunks.push((self.key_v2(i), at));
         }
-        Ok(json!({"version": 1, "refs": refs}))
+        let metadata = (&self.zarray, &self.zattrs);
+        Ok(super::table::kerchunk(name, metadata, chunks))
     }
 }
 

@@ -36,25 +36,37 @@ impl ChunkTable {
     /// kerchunk v1 references: a Zarr v2 group holding the array as `name` (at the
     /// root when `name` is empty), each stored chunk `[url, offset, length]`.
     pub fn references(&self, url: &str, name: &str) -> Value {
-        let prefix = match name {
-            "" => String::new(),
-            n => format!("{n}/"),
-        };
-        let text = |v: &Value| Value::String(v.to_string());
-        let mut refs = Map::new();
-        if !name.is_empty() {
-            refs.insert(".zgroup".into(), text(&json!({"zarr_format": 2})));
-        }
-        refs.insert(format!("{prefix}.zarray"), text(&self.zarray));
-        refs.insert(format!("{prefix}.zattrs"), text(&self.zattrs));
-        for (key, r) in &self.chunks {
-            refs.insert(
-                format!("{prefix}{key}"),
-                json!([url, r.start, r.end - r.start]),
-            );
-        }
-        json!({"version": 1, "refs": refs})
+        let chunks = self.chunks.iter().map(|(key, r)| {
+            let at = json!([url, r.start, r.end - r.start]);
+            (key.clone(), at)
+        });
+        kerchunk(name, (&self.zarray, &self.zattrs), chunks)
     }
+}
+
+/// kerchunk v1 references of a Zarr v2 array of metadata `zarray` and `zattrs`, held
+/// as `name` in a group (at the root when `name` is empty), each of its `chunks` by
+/// its key: `[url, offset, length]`, or its bytes inline.
+pub(crate) fn kerchunk(
+    name: &str,
+    (zarray, zattrs): (&Value, &Value),
+    chunks: impl IntoIterator<Item = (String, Value)>,
+) -> Value {
+    let prefix = match name {
+        "" => String::new(),
+        n => format!("{n}/"),
+    };
+    let text = |v: &Value| Value::String(v.to_string());
+    let mut refs = Map::new();
+    if !name.is_empty() {
+        refs.insert(".zgroup".into(), text(&json!({"zarr_format": 2})));
+    }
+    refs.insert(format!("{prefix}.zarray"), text(zarray));
+    refs.insert(format!("{prefix}.zattrs"), text(zattrs));
+    for (key, at) in chunks {
+        refs.insert(format!("{prefix}{key}"), at);
+    }
+    json!({"version": 1, "refs": refs})
 }
 
 /// A [`ChunkTable`] as a zarrs storage holding its array at the root (`.zarray`,
