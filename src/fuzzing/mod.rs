@@ -374,6 +374,29 @@ fn convert_over(input: &Path, output: &Path) -> crate::Result<()> {
     convert(input, output, &options, &mut |_, _| ()).map(drop)
 }
 
+/// Converts `input` into the folder `folder`, and `parsed` (the parser's reading of
+/// `input` as a file of `format`) with it where there is more to check: `None` when
+/// the parser refused it (then it converts only as another format's, fuzzed by that
+/// format's target) or the conversion refused it whole; a failed conversion leaves
+/// nothing.
+fn converted_into_folder<T, E>(
+    input: &Path,
+    folder: &Path,
+    format: crate::convert::Format,
+    parsed: impl FnOnce() -> std::result::Result<T, E>,
+) -> Option<T> {
+    let converted = convert_over(input, folder);
+    if converted.is_err() {
+        assert!(!folder.exists(), "a failed conversion left {folder:?}");
+    }
+    let parsed = parsed().ok();
+    let other = crate::convert::Format::of(input).is_ok_and(|f| f != format);
+    if parsed.is_none() && !other {
+        assert!(converted.is_err(), "a file the parser refuses converts");
+    }
+    parsed.filter(|_| converted.is_ok())
+}
+
 /// The most a PNG's pixels can expand to: deflate's 1032:1, then palette or sub-byte
 /// samples to RGBA8 (32 bytes per input byte at most).
 const PNG_EXPANSION: usize = 1032 * 32;

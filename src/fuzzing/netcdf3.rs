@@ -10,7 +10,10 @@
 use std::path::Path;
 
 use super::safetensors::column_major;
-use super::{check_peak_beyond, convert_over, peak_during, read_all, scratch_dir, scratch_file};
+use super::{
+    check_peak_beyond, convert_over, converted_into_folder, peak_during, read_all, scratch_dir,
+    scratch_file,
+};
 use crate::convert::Format;
 use crate::formats::netcdf3::{self as nc, NcFile, Variable};
 
@@ -56,28 +59,11 @@ fn expected(data: &[u8], f: &NcFile, v: &Variable) -> Vec<u8> {
 
 fn outputs(data: &[u8], input: &Path, outs: &Path) {
     let folder = outs.join("out");
-    let converted = convert_over(input, &folder);
-    let file = match nc::parse(data, data.len() as u64) {
-        Ok(f) => f,
-        // Bytes the engine tells as another format are that format's, fuzzed by its
-        // own target.
-        Err(_) if Format::of(input).is_ok_and(|f| f != Format::NetCdf3) => {
-            if converted.is_err() {
-                assert!(!folder.exists(), "a failed conversion left {folder:?}");
-            }
-            return;
-        }
-        Err(_) => {
-            assert!(converted.is_err(), "a file the parser refuses converts");
-            assert!(!folder.exists(), "a failed conversion left {folder:?}");
-            return;
-        }
-    };
-    if converted.is_err() {
-        // Refused whole (a name no file may have, attributes too large for a trailer).
-        assert!(!folder.exists(), "a failed conversion left {folder:?}");
+    // Refused whole too: a name no file may have, attributes too large for a trailer.
+    let parse = || nc::parse(data, data.len() as u64);
+    let Some(file) = converted_into_folder(input, &folder, Format::NetCdf3, parse) else {
         return;
-    }
+    };
     for v in &file.vars {
         let raw = crate::read_raw(folder.join(format!("{}.ra", v.name)))
             .expect("a variable converted reads back");

@@ -8,7 +8,9 @@
 
 use std::path::Path;
 
-use super::{check_peak_beyond, convert_over, peak_during, scratch_dir, scratch_file};
+use super::{
+    check_peak_beyond, convert_over, converted_into_folder, peak_during, scratch_dir, scratch_file,
+};
 use crate::convert::Format;
 use crate::dtype::DType;
 use crate::formats::safetensors::{self as st, Header};
@@ -43,27 +45,12 @@ fn parsed(data: &[u8]) -> crate::Result<Header> {
 
 fn outputs(data: &[u8], input: &Path, outs: &Path) {
     let folder = outs.join("out");
-    let converted = convert_over(input, &folder);
-    let header = match parsed(data) {
-        Ok(h) => h,
-        // Bytes the engine tells as another format (an empty ZIP archive, say) are that
-        // format's, fuzzed by its own target.
-        Err(_) if Format::of(input).is_ok_and(|f| f != Format::Safetensors) => {
-            if converted.is_err() {
-                assert!(!folder.exists(), "a failed conversion left {folder:?}");
-            }
-            return;
-        }
-        Err(_) => {
-            assert!(converted.is_err(), "a file the parser refuses converts");
-            assert!(!folder.exists(), "a failed conversion left {folder:?}");
-            return;
-        }
-    };
-    if converted.is_err() {
-        assert!(!folder.exists(), "a failed conversion left {folder:?}");
+    // Bytes the engine tells as another format (an empty ZIP archive, say) are that
+    // format's.
+    let parse = || parsed(data);
+    let Some(header) = converted_into_folder(input, &folder, Format::Safetensors, parse) else {
         return;
-    }
+    };
     for t in &header.tensors {
         let raw = crate::read_raw(folder.join(format!("{}.ra", t.name)))
             .expect("a tensor converted reads back");
