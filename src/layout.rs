@@ -58,11 +58,11 @@ const MIN_TILED_EDGE: usize = 8;
 /// Copies `src`'s elements into `dst` in column-major order. `dst.len()` must equal
 /// `src.len()`.
 pub fn copy_to_fortran<T: Copy>(src: &ArrayViewD<'_, T>, dst: &mut [T]) {
-    to_fortran(src, dst, unit::plain::<T>);
+    to_fortran(src, dst, None);
 }
 
-/// [`copy_to_fortran`], the units of its planes moved by `unit`.
-fn to_fortran<T: Copy>(src: &ArrayViewD<'_, T>, dst: &mut [T], unit: Move<T>) {
+/// [`copy_to_fortran`], its planes moved as squares by `squares` where given.
+fn to_fortran<T: Copy>(src: &ArrayViewD<'_, T>, dst: &mut [T], squares: Option<Move<T>>) {
     assert_eq!(src.len(), dst.len(), "destination length");
     let rev = src.view().reversed_axes();
     if let Some(s) = rev.as_slice() {
@@ -89,7 +89,7 @@ fn to_fortran<T: Copy>(src: &ArrayViewD<'_, T>, dst: &mut [T], unit: Move<T>) {
             s.into_dimensionality::<Ix2>(),
             d.into_dimensionality::<Ix2>(),
         ) {
-            (Ok(s), Ok(mut d)) => transpose_tiles(&s, &mut d, unit),
+            (Ok(s), Ok(mut d)) => transpose_tiles(&s, &mut d, squares),
             _ => unreachable!("two axes remain"),
         }
     }
@@ -99,7 +99,7 @@ fn to_fortran<T: Copy>(src: &ArrayViewD<'_, T>, dst: &mut [T], unit: Move<T>) {
 fn transpose_tiles<T: Copy>(
     src: &ndarray::ArrayView2<'_, T>,
     dst: &mut ndarray::ArrayViewMut2<'_, T>,
-    unit: Move<T>,
+    squares: Option<Move<T>>,
 ) {
     let rows: Option<Vec<&[T]>> = src.rows().into_iter().map(|r| r.to_slice()).collect();
     let cols: Option<Vec<&mut [T]>> = dst
@@ -108,7 +108,7 @@ fn transpose_tiles<T: Copy>(
         .map(|c| c.into_slice())
         .collect();
     if let (Some(rows), Some(mut cols)) = (rows, cols) {
-        transpose_slices(&rows, &mut cols, unit);
+        transpose_slices(&rows, &mut cols, squares);
         return;
     }
     let (nrows, ncols) = src.dim();
@@ -124,23 +124,28 @@ fn transpose_tiles<T: Copy>(
 }
 
 /// `cols[j][i] = rows[i][j]`, for the contiguous rows of a source plane and the
-/// contiguous columns of a destination plane: 256x256 tiles, each moved as units of
-/// 32x32 by `unit`, the edges as 8x8 blocks and single elements. Five times faster
-/// than ndarray's strided `assign` per tile on a 4096x4096 f32 plane (15 ms against
-/// 78), whose power-of-two strides defeat the cache.
-fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], unit: Move<T>) {
+/// contiguous columns of a destination plane: 256x256 tiles, each copied as bands of
+/// 8 rows made of 8x8 blocks, or moved as squares by `squares` where there is such a
+/// move (the edges as blocks and single elements). Five times faster than ndarray's
+/// strided `assign` per tile on a 4096x4096 f32 plane (15 ms against 78), whose
+/// power-of-two strides defeat the cache.
+fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], squares: Option<Move<T>>) {
     let (nrows, ncols) = (rows.len(), cols.len());
-    let mut square = vec![0u8; unit::SQUARE];
+    let mut square = vec![0u8; if squares.is_some() { unit::SQUARE } else { 0 }];
     for c0 in (0..ncols).step_by(SLICE_TILE) {
         let c1 = (c0 + SLICE_TILE).min(ncols);
         for r0 in (0..nrows).step_by(SLICE_TILE) {
             let r1 = (r0 + SLICE_TILE).min(nrows);
+            let Some(move_square) = squares else {
+                edge(rows, cols, (r0, r1), (c0, c1));
+                continue;
+            };
             for rb in (r0..r1).step_by(UNIT) {
                 let re = (rb + UNIT).min(r1);
                 for cb in (c0..c1).step_by(UNIT) {
                     let ce = (cb + UNIT).min(c1);
                     if ce - cb == UNIT && re - rb == UNIT {
-                        unit(&rows[rb..re], &mut cols[cb..ce], rb, cb, &mut square);
+                        move_square(&rows[rb..re], &mut cols[cb..ce], rb, cb, &mut square);
                     } else {
                         edge(rows, cols, (rb, re), (cb, ce));
                     }
@@ -150,8 +155,8 @@ fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], unit: Move<T>
     }
 }
 
-/// [`transpose_slices`] of rows `r` and columns `c` (less than a unit): 8x8 blocks
-/// where they fit, single elements elsewhere.
+/// [`transpose_slices`] of rows `r` and columns `c` (a tile, or what squares leave):
+/// bands of 8 rows, of 8x8 blocks where they fit and single elements elsewhere.
 fn edge<T: Copy>(
     rows: &[&[T]],
     cols: &mut [&mut [T]],
@@ -290,7 +295,7 @@ fn c_to_f(
         }
         let mut axes: Vec<usize> = (0..ext.len()).collect();
         axes.rotate_right(1);
-        by_slabs(&v.permuted_axes(axes), dst, 1, progress, unit::plain);
+        by_slabs(&v.permuted_axes(axes), dst, 1, progress, None);
         Ok(())
     }
     let done = match itemsize {
@@ -336,11 +341,11 @@ fn by_slabs<E: Copy>(
     dst: &mut [E],
     size: usize,
     progress: Progress,
-    unit: Move<E>,
+    squares: Option<Move<E>>,
 ) {
     let total = (dst.len() * size) as u64;
     if v.ndim() == 0 || v.is_empty() {
-        to_fortran(v, dst, unit);
+        to_fortran(v, dst, squares);
         return progress(total, total);
     }
     let last = Axis(v.ndim() - 1);
@@ -350,7 +355,7 @@ fn by_slabs<E: Copy>(
     for k0 in (0..dl).step_by(step) {
         let k1 = (k0 + step).min(dl);
         let part = v.slice_axis(last, Slice::from(k0..k1));
-        to_fortran(&part, &mut dst[k0 * per..k1 * per], unit);
+        to_fortran(&part, &mut dst[k0 * per..k1 * per], squares);
         progress((k1 * per * size) as u64, total);
     }
 }
@@ -520,10 +525,10 @@ mod tests {
     }
 
     #[test]
-    fn planes_of_whole_units_and_edges_come_out_column_major() {
+    fn planes_of_whole_squares_and_edges_come_out_column_major() {
         use crate::Stride;
-        // Planes of 70x101 (two units and an edge each way), and a selection whose
-        // units start off the array's own grid.
+        // Planes of 70x101 (two squares and an edge each way), and a selection whose
+        // squares start off the array's own grid.
         let shape = [70usize, 3, 101];
         let n: usize = shape.iter().product();
         for w in [1usize, 2, 4, 8] {
