@@ -45,8 +45,8 @@ const TILE_BYTES: usize = 128 << 20;
 
 /// Bytes of a piece of a mapped C-order source: a larger box reads no longer runs
 /// from a mapping, while its buffer is zeroed and faulted in once per worker and
-/// leaves the cache sooner. Against 128 MiB, on a 2 GiB uint16 stack and 4 GiB of
-/// tensors: 9% and 21% less time (docs/PERFORMANCE.md); 4 MiB is no faster again.
+/// leaves the cache sooner. Against 128 MiB: 9% less time on a 2 GiB uint16 stack,
+/// the same on 4 GiB of tensors (docs/PERFORMANCE.md); 4 MiB is no faster again.
 const MAPPED_TILE_BYTES: usize = 16 << 20;
 
 /// What a write's run broken costs against a read's, from a mapped source: a
