@@ -137,7 +137,7 @@ fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], squares: Opti
         for r0 in (0..nrows).step_by(SLICE_TILE) {
             let r1 = (r0 + SLICE_TILE).min(nrows);
             let Some(move_square) = squares else {
-                edge(rows, cols, (r0, r1), (c0, c1));
+                bands(rows, cols, (r0, r1), (c0, c1));
                 continue;
             };
             for rb in (r0..r1).step_by(UNIT) {
@@ -147,7 +147,7 @@ fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], squares: Opti
                     if ce - cb == UNIT && re - rb == UNIT {
                         move_square(&rows[rb..re], &mut cols[cb..ce], rb, cb, &mut square);
                     } else {
-                        edge(rows, cols, (rb, re), (cb, ce));
+                        bands(rows, cols, (rb, re), (cb, ce));
                     }
                 }
             }
@@ -157,7 +157,7 @@ fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], squares: Opti
 
 /// [`transpose_slices`] of rows `r` and columns `c` (a tile, or what squares leave):
 /// bands of 8 rows, of 8x8 blocks where they fit and single elements elsewhere.
-fn edge<T: Copy>(
+fn bands<T: Copy>(
     rows: &[&[T]],
     cols: &mut [&mut [T]],
     (r0, r1): (usize, usize),
