@@ -10,8 +10,12 @@
    NumPy array, then each summed (every page read). The target: rastore no slower.
 
 The page cache is warm (the file is read once first) and `sync` runs before each timed
-conversion, so that no run pays for the one before's writeback. Each case runs RUNS
-times; the median is reported, with min and max.
+conversion, so that no run pays for the one before's writeback. `cp` and `ra convert`
+run in turn, RUNS rounds, and their ratio is also given round by round (a slow spell of
+the machine falls on both), each after as much memory as it writes is touched and
+freed (`timing.recycle`: on a VM that hands free pages back to its host, the one that
+gets those pages back pays for it); the opening cases run RUNS times each (20 at least). Each
+case's median is reported, with min and max.
 
 3. The same opening on a file of SPARSE GiB (default 10, the issue's 10 GB): a header
    of that many 64 MiB float32 tensors laid out as the package lays them out, the first
@@ -33,7 +37,7 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 import rastore
-from timing import row, timed, warm
+from timing import in_turn, paired, recycle, row, timed, warm
 
 
 def make(path, gib):
@@ -93,10 +97,15 @@ def main():
             elif os.path.exists(p):
                 os.remove(p)
         subprocess.run(["sync"], check=True)
+        recycle(size)
 
-    cp = row("cp", timed(lambda: subprocess.run(["cp", src, copy], check=True), runs, clean))
-    conv = row("ra convert -> folder", timed(
-        lambda: subprocess.run([ra, "convert", src, out], check=True), runs, clean))
+    turns = in_turn({
+        "cp": lambda: subprocess.run(["cp", src, copy], check=True),
+        "ra": lambda: subprocess.run([ra, "convert", src, out], check=True),
+    }, runs, clean)
+    cp = row("cp", sorted(turns["cp"]))
+    conv = row("ra convert -> folder", sorted(turns["ra"]))
+    by_run = paired(turns["cp"], turns["ra"])
     clean()
 
     name = "layers.0.attn.weight"
@@ -129,7 +138,8 @@ def main():
     b_peer = row(f"safe_open + get_tensor, {os.path.getsize(big) / 1e9:.1f} GB file",
                  timed(peer_big, reps))
     os.remove(big)
-    print(f"# ratio cp / ra convert (target >= 0.8): {cp / conv:.2f}")
+    print(f"# ratio cp / ra convert (target >= 0.8): {cp / conv:.2f}; run by run, median "
+          f"{by_run[0]:.2f} (min {by_run[1]:.2f}, max {by_run[2]:.2f})")
     print(f"# GB/s: cp {size / cp / 1e9:.2f}, ra convert {size / conv / 1e9:.2f}")
     print(f"# ratio safe_open+get_tensor / rastore.open (target >= 1): {p_open / o_open:.1f}")
     print(f"# with a sum of every element: {p_sum / o_sum:.2f}")

@@ -8,14 +8,17 @@ The peer reads it with `tifffile.imread` into a NumPy array and writes that with
 `rastore.write` (the same `.ra`), in a fresh Python process per run, as `ra` is. With
 `--deflate`, the input is Deflate-compressed (tifffile's `compression='zlib'`), which
 both decode. Each case runs RUNS times, in turn, the page cache warm (the input read
-once before), with `sync` before each run so that no run pays for another's writeback;
-the outputs are removed between runs.
+once before), with `sync` before each run so that no run pays for another's writeback,
+then as much memory as a run writes touched and freed (`timing.recycle`, for a VM
+that hands free pages back to its host); the outputs are removed between runs.
 
 Usage: tiff_peers.py RA DIR RUNS [GIB] [--deflate] [--peer-path PYTHONPATH]
   RA: the `ra` binary; DIR: where the files go (4 x GIB of room); GIB: the input's size
   (default 2, as the issue asks); --peer-path: the PYTHONPATH of the `rastore` the peer
   writes with (default: the one this Python imports).
-Prints `name<TAB>median<TAB>min<TAB>max` seconds per case, then the ratios of medians.
+Prints `name<TAB>median<TAB>min<TAB>max` seconds per case, then the ratios of medians
+and the median of the ratios run by run (the cases run in turn: a slow spell of the
+machine falls on each).
 """
 import os
 import statistics
@@ -25,6 +28,8 @@ import time
 
 import numpy as np
 import tifffile
+
+from timing import paired, recycle
 
 PEER = """
 import sys, tifffile, rastore
@@ -51,8 +56,9 @@ def make_input(path, gib, deflate):
     return pages
 
 
-def timed(cmd, env=None):
+def timed(cmd, env=None, recycled=0):
     subprocess.run(["sync"], check=True)
+    recycle(recycled)
     t = time.perf_counter()
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t
@@ -85,7 +91,8 @@ def main():
     times = {name: [] for name in cases}
     for _ in range(runs):
         for name, cmd in cases.items():
-            times[name].append(timed(cmd, env if name.startswith("tifffile") else None))
+            times[name].append(timed(cmd, env if name.startswith("tifffile") else None,
+                                     os.path.getsize(src)))
         same = subprocess.run([ra, "diff", out["ra.ra"], out["peer.ra"]], capture_output=True,
                               text=True)
         assert same.returncode == 0, same.stdout + same.stderr
@@ -99,9 +106,11 @@ def main():
         med[name] = statistics.median(ts)
         print(f"{name}\t{med[name]:.3f}\t{min(ts):.3f}\t{max(ts):.3f}")
     ra_t = med["ra convert"]
-    print(f"ra convert speed / cp speed: {med['cp'] / ra_t:.2f}")
-    print(f"ra convert speed / (tifffile.imread + rastore.write) speed: "
-          f"{med['tifffile.imread + rastore.write'] / ra_t:.2f}")
+    peer = "tifffile.imread + rastore.write"
+    for name, label in [("cp", "cp"), (peer, f"({peer})")]:
+        r = paired(times[name], times["ra convert"])
+        print(f"ra convert speed / {label} speed: {med[name] / ra_t:.2f}; run by run, "
+              f"median {r[0]:.2f} (min {r[1]:.2f}, max {r[2]:.2f})")
     os.remove(src)
 
 
