@@ -88,35 +88,30 @@ mod simd {
     }
 
     /// The 8x8 transpose of 2-byte lanes: `a[i]` holds row `i`, the result column `j`.
+    /// Three rounds of unpacks, of 2-, 4- and 8-byte lanes: round `k` pairs the
+    /// registers `2^k` apart within each group of `2^(k+1)`, low halves to even slots.
     fn t8x16(a: [m128i; 8]) -> [m128i; 8] {
-        let lo = |x, y| unpack_low_i16_m128i(x, y);
-        let hi = |x, y| unpack_high_i16_m128i(x, y);
-        let t = [
-            lo(a[0], a[1]),
-            hi(a[0], a[1]),
-            lo(a[2], a[3]),
-            hi(a[2], a[3]),
-            lo(a[4], a[5]),
-            hi(a[4], a[5]),
-            lo(a[6], a[7]),
-            hi(a[6], a[7]),
-        ];
-        let u = [
-            unpack_low_i32_m128i(t[0], t[2]),
-            unpack_high_i32_m128i(t[0], t[2]),
-            unpack_low_i32_m128i(t[1], t[3]),
-            unpack_high_i32_m128i(t[1], t[3]),
-            unpack_low_i32_m128i(t[4], t[6]),
-            unpack_high_i32_m128i(t[4], t[6]),
-            unpack_low_i32_m128i(t[5], t[7]),
-            unpack_high_i32_m128i(t[5], t[7]),
-        ];
+        let t = round(a, 1, unpack_low_i16_m128i, unpack_high_i16_m128i);
+        let u = round(t, 2, unpack_low_i32_m128i, unpack_high_i32_m128i);
+        round(u, 4, unpack_low_i64_m128i, unpack_high_i64_m128i)
+    }
+
+    /// One round of [`t8x16`]: slots `2i` and `2i + 1` of the result are the low and
+    /// high unpacks of the `i`th pair of registers `d` apart (in order of the first).
+    fn round(
+        a: [m128i; 8],
+        d: usize,
+        lo: fn(m128i, m128i) -> m128i,
+        hi: fn(m128i, m128i) -> m128i,
+    ) -> [m128i; 8] {
         std::array::from_fn(|j| {
-            let (x, y) = (u[j / 2], u[j / 2 + 4]);
+            let i = j / 2;
+            let first = (i / d) * 2 * d + i % d;
+            let (x, y) = (a[first], a[first + d]);
             if j % 2 == 0 {
-                unpack_low_i64_m128i(x, y)
+                lo(x, y)
             } else {
-                unpack_high_i64_m128i(x, y)
+                hi(x, y)
             }
         })
     }
