@@ -264,13 +264,8 @@ fn c_to_f(
         type E<const N: usize> = [u8; N];
         let s: &[E<N>] = bytemuck::try_cast_slice(src).map_err(|e| e.to_string())?;
         let d: &mut [E<N>] = bytemuck::try_cast_slice_mut(dst).map_err(|e| e.to_string())?;
-        let mut v = ArrayViewD::from_shape(IxDyn(shape), s).map_err(|e| e.to_string())?;
-        if let Some(sel) = sel {
-            pick(&mut v, sel)?;
-        }
-        if v.len() != d.len() {
-            return Err(format!("{} elements into {}", v.len(), d.len()));
-        }
+        let v = ArrayViewD::from_shape(IxDyn(shape), s).map_err(|e| e.to_string())?;
+        let v = picked(v, sel, d.len(), "elements")?;
         by_slabs(&v, d, N, progress, unit::of::<N>());
         Ok(())
     }
@@ -286,13 +281,8 @@ fn c_to_f(
     ) -> std::result::Result<(), String> {
         let mut ext = shape.to_vec();
         ext.push(n);
-        let mut v = ArrayViewD::from_shape(IxDyn(&ext), src).map_err(|e| e.to_string())?;
-        if let Some(sel) = sel {
-            pick(&mut v, sel)?;
-        }
-        if v.len() != dst.len() {
-            return Err(format!("{} bytes into {}", v.len(), dst.len()));
-        }
+        let v = ArrayViewD::from_shape(IxDyn(&ext), src).map_err(|e| e.to_string())?;
+        let v = picked(v, sel, dst.len(), "bytes")?;
         let mut axes: Vec<usize> = (0..ext.len()).collect();
         axes.rotate_right(1);
         by_slabs(&v.permuted_axes(axes), dst, 1, progress, None);
@@ -313,6 +303,23 @@ fn c_to_f(
         };
         ErrorKind::InvalidArgument(format!("{what}: {e}")).into()
     })
+}
+
+/// `v` cut to what `sel` picks (all of it without one), checked to hold `len` of the
+/// `what` a destination has room for.
+fn picked<'a, E>(
+    mut v: ArrayViewD<'a, E>,
+    sel: Option<&[crate::Stride]>,
+    len: usize,
+    what: &str,
+) -> std::result::Result<ArrayViewD<'a, E>, String> {
+    if let Some(sel) = sel {
+        pick(&mut v, sel)?;
+    }
+    if v.len() != len {
+        return Err(format!("{} {what} into {len}", v.len()));
+    }
+    Ok(v)
 }
 
 /// `v` cut to what `sel` picks along its first axes (a [`Stride`](crate::Stride)
