@@ -159,7 +159,7 @@ fn fill_in(source: &dyn Source, sink: &dyn Sink, pool: &Pool, progress: Progress
         None => source.grain(),
     };
     let pieces = plan(&desc, &from, &sink.grain())?;
-    run(source, sink, &desc, &pieces, pool, progress)
+    run(source, sink, &desc, &pieces, workers(&from), pool, progress)
 }
 
 /// The pieces that cover `desc`'s array for a source of grain `from` and a sink of
@@ -295,26 +295,27 @@ fn grid(dims: &[u64], shape: &[u64]) -> Result<Vec<Block>> {
         .collect())
 }
 
-/// Threads copying from a source of grain `from` (that lends its bytes, or not):
-/// [`WORKERS`], or one per core at most where the copy is all computation (a source
-/// that lends its bytes, or a mapped one): there a thread more than the cores only
-/// contends for the memory and the file (a 2 GiB uint16 stack on two cores: 0.94x the
-/// time with two; 4 GiB of tensors no slower).
-fn workers(lends: bool, from: &Grain) -> usize {
-    if lends || *from == Grain::RowMajorMapped {
+/// Threads copying from a source of grain `from` ([`Grain::Memory`] for one that
+/// lends its bytes): [`WORKERS`], or one per core at most where the copy is all
+/// computation (a source that lends its bytes, or a mapped one): there a thread more
+/// than the cores only contends for the memory and the file (a 2 GiB uint16 stack on
+/// two cores: 0.94x the time with two; 4 GiB of tensors no slower).
+fn workers(from: &Grain) -> usize {
+    if matches!(from, Grain::Memory | Grain::RowMajorMapped) {
         rayon::current_num_threads().clamp(1, WORKERS)
     } else {
         WORKERS
     }
 }
 
-/// Reads and writes `pieces` on [`workers`] threads (one piece on this one), their
+/// Reads and writes `pieces` on `threads` threads (one piece on this one), their
 /// buffers from `pool`, reporting progress here.
 fn run(
     source: &dyn Source,
     sink: &dyn Sink,
     desc: &Desc,
     pieces: &[Piece],
+    threads: usize,
     pool: &Pool,
     progress: Progress,
 ) -> Result<()> {
@@ -335,7 +336,7 @@ fn run(
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<Result<u64>>();
     std::thread::scope(|s| {
-        for _ in 0..workers(lent.is_some(), &source.grain()).min(pieces.len()) {
+        for _ in 0..threads.min(pieces.len()) {
             let (tx, next, stop) = (tx.clone(), &next, &stop);
             s.spawn(move || {
                 pool.with(|b| loop {
@@ -595,10 +596,10 @@ mod tests {
     #[test]
     fn a_copy_all_computation_takes_a_thread_per_core_at_most() {
         let cores = rayon::current_num_threads().clamp(1, WORKERS);
-        assert_eq!(workers(true, &Grain::ColumnMajor), cores);
-        assert_eq!(workers(false, &Grain::RowMajorMapped), cores);
-        assert_eq!(workers(false, &Grain::RowMajor), WORKERS);
-        assert_eq!(workers(false, &Grain::ColumnMajor), WORKERS);
+        assert_eq!(workers(&Grain::Memory), cores);
+        assert_eq!(workers(&Grain::RowMajorMapped), cores);
+        assert_eq!(workers(&Grain::RowMajor), WORKERS);
+        assert_eq!(workers(&Grain::ColumnMajor), WORKERS);
     }
 
     #[test]
