@@ -126,53 +126,120 @@ fn transpose_tiles<T: Copy>(
 /// `cols[j][i] = rows[i][j]`, for the contiguous rows of a source plane and the
 /// contiguous columns of a destination plane: 256x256 tiles, each copied as bands of
 /// 8 rows made of 8x8 blocks, or moved as squares by `squares` where there is such a
-/// move (the edges as blocks and single elements). Five times faster than ndarray's
-/// strided `assign` per tile on a 4096x4096 f32 plane (15 ms against 78), whose
-/// power-of-two strides defeat the cache.
+/// move, `UNIT` rows at a time through a [`Panel`] (the edges as blocks and single
+/// elements). Five times faster than ndarray's strided `assign` per tile
+/// on a 4096x4096 f32 plane (15 ms against 78), whose power-of-two strides defeat the
+/// cache.
 fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], squares: Option<Move<T>>) {
     let (nrows, ncols) = (rows.len(), cols.len());
-    let mut square = vec![0u8; if squares.is_some() { unit::SQUARE } else { 0 }];
-    for c0 in (0..ncols).step_by(SLICE_TILE) {
-        let c1 = (c0 + SLICE_TILE).min(ncols);
-        for r0 in (0..nrows).step_by(SLICE_TILE) {
-            let r1 = (r0 + SLICE_TILE).min(nrows);
-            let Some(move_square) = squares else {
-                bands(rows, cols, (r0, r1), (c0, c1));
-                continue;
-            };
-            for rb in (r0..r1).step_by(UNIT) {
-                let re = (rb + UNIT).min(r1);
-                for cb in (c0..c1).step_by(UNIT) {
-                    let ce = (cb + UNIT).min(c1);
-                    if ce - cb == UNIT && re - rb == UNIT {
-                        move_square(&rows[rb..re], &mut cols[cb..ce], rb, cb, &mut square);
-                    } else {
-                        bands(rows, cols, (rb, re), (cb, ce));
-                    }
+    let tiles = (0..ncols)
+        .step_by(SLICE_TILE)
+        .flat_map(|c0| (0..nrows).step_by(SLICE_TILE).map(move |r0| (r0, c0)));
+    let (Some(move_square), Some(&first)) = (squares, rows.first().and_then(|r| r.first())) else {
+        for (r0, c0) in tiles {
+            let (r1, c1) = ((r0 + SLICE_TILE).min(nrows), (c0 + SLICE_TILE).min(ncols));
+            bands(rows, cols, (r0, r1), (c0, c1), (0, 0));
+        }
+        return;
+    };
+    let mut square = vec![0u8; unit::SQUARE];
+    let mut panel = Panel::new(first, ncols.min(SLICE_TILE));
+    for (r0, c0) in tiles {
+        let (r1, c1) = ((r0 + SLICE_TILE).min(nrows), (c0 + SLICE_TILE).min(ncols));
+        for rb in (r0..r1).step_by(UNIT) {
+            let re = (rb + UNIT).min(r1);
+            let staged = panel.stage(rows, (rb, re), (c0, c1));
+            for cb in (c0..c1).step_by(UNIT) {
+                let ce = (cb + UNIT).min(c1);
+                if ce - cb == UNIT && re - rb == UNIT {
+                    move_square(&staged, &mut cols[cb..ce], rb, cb - c0, &mut square);
+                } else {
+                    bands(&staged, cols, (rb, re), (cb, ce), (rb, c0));
                 }
             }
         }
     }
 }
 
+/// Where a tile's source rows are copied `UNIT` at a time before squares move them:
+/// rows of a plane that lie a power of two apart (the pages of a stack, 8 MiB apart,
+/// in the page cache's 2 MiB folios) share one cache set at every level, and a square
+/// reading a line of each of its 32 rows evicts its own lines and prefetches. Copied a
+/// row at a time into rows padded by a cache line, they are read in runs, and moved
+/// from the cache. `ra convert` of a 2 GiB uint16 stack: user time 0.79x, wall 0.90x
+/// (docs/PERFORMANCE.md). Bands read 8 rows, what a set holds: through a panel, a
+/// 2 GiB float32 stack took 1.13x the user time, so they read the plane's own rows.
+struct Panel<T> {
+    buf: Vec<T>,
+}
+
+/// Rows ahead of the one being staged whose lines are asked of the cache.
+const AHEAD_ROWS: usize = 8;
+
+impl<T: Copy> Panel<T> {
+    /// A panel of `UNIT` rows of `width` items (each `fill` to begin with).
+    fn new(fill: T, width: usize) -> Self {
+        Panel {
+            buf: vec![fill; UNIT * Self::stride(width)],
+        }
+    }
+
+    /// Items from one staged row to the next: `width` and a cache line.
+    fn stride(width: usize) -> usize {
+        width + Self::line()
+    }
+
+    /// Items in a cache line.
+    fn line() -> usize {
+        (64 / std::mem::size_of::<T>().max(1)).max(1)
+    }
+
+    /// Rows `r` of `rows` (at most `UNIT`), columns `c` (at most the panel's width):
+    /// `staged[i][j] == rows[r.0 + i][c.0 + j]`.
+    fn stage<'a>(
+        &'a mut self,
+        rows: &[&[T]],
+        (r0, r1): (usize, usize),
+        (c0, c1): (usize, usize),
+    ) -> Vec<&'a [T]> {
+        let (width, stride) = (c1 - c0, Self::stride(c1 - c0));
+        for (k, row) in rows[r0..r1].iter().enumerate() {
+            if let Some(ahead) = rows.get(r0 + k + AHEAD_ROWS) {
+                ahead[c0..c1]
+                    .iter()
+                    .step_by(Self::line())
+                    .for_each(unit::ask);
+            }
+            self.buf[k * stride..k * stride + width].copy_from_slice(&row[c0..c1]);
+        }
+        (0..r1 - r0)
+            .map(|k| &self.buf[k * stride..k * stride + width])
+            .collect()
+    }
+}
+
 /// [`transpose_slices`] of rows `r` and columns `c` (a tile, or what squares leave):
-/// bands of 8 rows, of 8x8 blocks where they fit and single elements elsewhere.
+/// bands of 8 rows, of 8x8 blocks where they fit and single elements elsewhere, from
+/// `staged` rows whose first is row `at.0` of the plane and whose first element is in
+/// column `at.1`.
 fn bands<T: Copy>(
-    rows: &[&[T]],
+    staged: &[&[T]],
     cols: &mut [&mut [T]],
     (r0, r1): (usize, usize),
     (c0, c1): (usize, usize),
+    at: (usize, usize),
 ) {
     for rb in (r0..r1).step_by(MICRO) {
         let re = (rb + MICRO).min(r1);
+        let rows = &staged[rb - at.0..re - at.0];
         for cb in (c0..c1).step_by(MICRO) {
             let ce = (cb + MICRO).min(c1);
             if ce - cb == MICRO && re - rb == MICRO {
-                unit::block(&rows[rb..re], &mut cols[cb..ce], rb, cb);
+                unit::block(rows, &mut cols[cb..ce], rb, cb - at.1);
             } else {
                 for (j, col) in cols[cb..ce].iter_mut().enumerate() {
-                    for (x, row) in col[rb..re].iter_mut().zip(&rows[rb..re]) {
-                        *x = row[cb + j];
+                    for (x, row) in col[rb..re].iter_mut().zip(rows) {
+                        *x = row[cb - at.1 + j];
                     }
                 }
             }
@@ -534,17 +601,18 @@ mod tests {
     #[test]
     fn planes_of_whole_squares_and_edges_come_out_column_major() {
         use crate::Stride;
-        // Planes of 70x101 (two squares and an edge each way), and a selection whose
-        // squares start off the array's own grid.
-        let shape = [70usize, 3, 101];
+        // Planes of 300x530: past one 256x256 tile each way, so that panels start
+        // inside the plane, with whole squares and an edge in each tile; and a
+        // selection whose squares and tiles start off the array's own grid.
+        let shape = [300usize, 2, 530];
         let n: usize = shape.iter().product();
         for w in [1usize, 2, 4, 8] {
             let item = |i: usize| -> Vec<u8> { (0..w).map(|b| (i * 37 + b * 11) as u8).collect() };
             let src: Vec<u8> = (0..n).flat_map(item).collect();
             let sel = [
-                Stride::new(5, 1, 64),
-                Stride::new(1, 1, 2),
-                Stride::new(3, 1, 97),
+                Stride::new(5, 1, 290),
+                Stride::new(1, 1, 1),
+                Stride::new(3, 1, 520),
             ];
             for (sel, what) in [(None, "whole"), (Some(&sel), "selection")] {
                 let all = |k: usize| Stride::new(0, 1, shape[k] as u64);

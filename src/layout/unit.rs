@@ -6,9 +6,10 @@
 //! wrappers are safe where the feature is compiled in), staged on the stack and copied
 //! out a column at a time: each destination column's cache line is written at once,
 //! not in four pieces that evict one another when columns lie a power of two apart.
-//! The rows ahead are asked of the cache: a plane's rows lie a page or more apart, too
-//! many streams for the hardware's prefetcher. `ra convert` of a 2 GiB uint16 stack:
-//! user time 0.66x, wall 0.81x (docs/PERFORMANCE.md). Items of 4 bytes the same way
+//! A square reads rows that a panel has staged in the cache (the parent module's
+//! `Panel`), which asks the cache for the rows ahead. `ra convert` of a 2 GiB uint16
+//! stack: user time 0.66x, wall 0.81x (docs/PERFORMANCE.md), and with the panels 0.79x
+//! and 0.90x again. Items of 4 bytes the same way
 //! were no faster than the blocks on 4 GiB of f32 tensors, and squares of the blocks
 //! slower than their rows of 8: both stay as they were. Elsewhere (aarch64) every item
 //! takes the blocks.
@@ -46,6 +47,11 @@ pub(super) fn block<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], rb: usize, cb
     }
 }
 
+/// Asks the cache for the line holding `x` (where the CPU can be asked).
+pub(super) fn ask<T>(x: &T) {
+    simd::ask(x);
+}
+
 /// How squares of `N`-byte items are moved on this machine, where they are (blocks
 /// otherwise).
 pub(super) fn of<const N: usize>() -> Option<Move<[u8; N]>> {
@@ -55,15 +61,17 @@ pub(super) fn of<const N: usize>() -> Option<Move<[u8; N]>> {
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use safe_arch::{
-        load_unaligned_m128i, m128i, prefetch_t0, store_unaligned_m128i, unpack_high_i16_m128i,
+        load_unaligned_m128i, m128i, store_unaligned_m128i, unpack_high_i16_m128i,
         unpack_high_i32_m128i, unpack_high_i64_m128i, unpack_low_i16_m128i, unpack_low_i32_m128i,
         unpack_low_i64_m128i,
     };
 
     use super::{Move, UNIT};
 
-    /// Squares ahead along the rows that a move asks the cache for.
-    const AHEAD: usize = 2;
+    /// Asks for `x`'s line in every level of the cache.
+    pub(super) fn ask<T>(x: &T) {
+        safe_arch::prefetch_t0(x);
+    }
 
     /// The SSE2 move of `N`-byte items: 2-byte ones only.
     pub(super) fn of<const N: usize>() -> Option<Move<[u8; N]>> {
@@ -126,12 +134,8 @@ mod simd {
         square: &mut [u8],
     ) {
         let col_bytes = UNIT * 2;
-        let src: [&[u8]; UNIT] = std::array::from_fn(|i| {
-            if let Some(ahead) = rows[i].get(cb + AHEAD * UNIT) {
-                prefetch_t0(ahead);
-            }
-            bytemuck::cast_slice::<[u8; 2], u8>(&rows[i][cb..cb + UNIT])
-        });
+        let src: [&[u8]; UNIT] =
+            std::array::from_fn(|i| bytemuck::cast_slice::<[u8; 2], u8>(&rows[i][cb..cb + UNIT]));
         for i0 in (0..UNIT).step_by(8) {
             for j0 in (0..UNIT).step_by(8) {
                 let a = std::array::from_fn(|i| load(src[i0 + i], j0 * 2));
@@ -150,6 +154,9 @@ mod simd {
 #[cfg(not(target_arch = "x86_64"))]
 mod simd {
     use super::Move;
+
+    /// Nothing asked of the cache here.
+    pub(super) fn ask<T>(_: &T) {}
 
     /// No SIMD move here: every item takes the blocks.
     pub(super) fn of<const N: usize>() -> Option<Move<[u8; N]>> {
