@@ -51,8 +51,11 @@ const TILE_BYTES: usize = 128 << 20;
 const MAPPED_TILE_BYTES: usize = 16 << 20;
 
 /// What a write's run broken costs against a read's, from a mapped source: a
-/// request against a cache line or two.
-const MAPPED_WRITE_COST: f64 = 64.0;
+/// request (a `pwrite` costs about 3 us besides its bytes) against a few cache lines.
+/// For a 2 GiB uint16 stack: reads of 256 B and writes of 128 KiB, where 64 made reads
+/// of 512 B and writes of 64 KiB: system time 0.82x, wall 0.93x (docs/PERFORMANCE.md);
+/// 1024 made reads of 128 B, and took 1.25x the user time.
+const MAPPED_WRITE_COST: f64 = 256.0;
 
 /// The fewest bytes of a piece cut so that every worker has one: an array of fewer
 /// than `WORKERS` times this is fewer pieces, and no more threads than pieces.
@@ -538,11 +541,11 @@ mod tests {
             box_shape(&[4096, 2048], 2, (16 << 20) / 3, MAPPED_WRITE_COST),
             vec![4096, 682]
         );
-        // A stack of 256 pages of 2048x2048 u16 in 64 MiB boxes, from a mapping:
-        // reads of 1 KiB (512 of each row), writes of 128 KiB (every page of 256 rows).
+        // A stack of 256 pages of 2048x2048 u16 in 16 MiB boxes, from a mapping:
+        // reads of 256 B (128 of each row), writes of 128 KiB (every page of 256 rows).
         assert_eq!(
-            box_shape(&[256, 2048, 2048], 2, 64 << 20, MAPPED_WRITE_COST),
-            vec![256, 256, 512]
+            box_shape(&[256, 2048, 2048], 2, MAPPED_TILE_BYTES, MAPPED_WRITE_COST),
+            vec![256, 256, 128]
         );
     }
 
