@@ -126,8 +126,7 @@ fn transpose_tiles<T: Copy>(
 /// `cols[j][i] = rows[i][j]`, for the contiguous rows of a source plane and the
 /// contiguous columns of a destination plane: 256x256 tiles, each copied as bands of
 /// 8 rows made of 8x8 blocks, or moved as squares by `squares` where there is such a
-/// move, `UNIT` rows at a time through a [`Panel`] (the edges as blocks and single
-/// elements). Five times faster than ndarray's strided `assign` per tile
+/// move, through [`Staging`] (the edges as blocks and single elements). Five times faster than ndarray's strided `assign` per tile
 /// on a 4096x4096 f32 plane (15 ms against 78), whose power-of-two strides defeat the
 /// cache.
 fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], squares: Option<Move<T>>) {
@@ -143,50 +142,57 @@ fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], squares: Opti
         return;
     };
     let mut square = vec![0u8; unit::SQUARE];
-    let mut panel = Panel::new(first, ncols.min(SLICE_TILE));
+    let mut panel = Staging::new(first, UNIT, ncols.min(SLICE_TILE));
+    let mut out = Staging::new(first, ncols.min(SLICE_TILE), nrows.min(SLICE_TILE));
     for (r0, c0) in tiles {
         let (r1, c1) = ((r0 + SLICE_TILE).min(nrows), (c0 + SLICE_TILE).min(ncols));
+        let mut tile = out.lines_mut(c1 - c0, r1 - r0);
         for rb in (r0..r1).step_by(UNIT) {
             let re = (rb + UNIT).min(r1);
             let staged = panel.stage(rows, (rb, re), (c0, c1));
             for cb in (c0..c1).step_by(UNIT) {
                 let ce = (cb + UNIT).min(c1);
+                let (i, j) = (rb - r0, cb - c0);
                 if ce - cb == UNIT && re - rb == UNIT {
-                    move_square(&staged, &mut cols[cb..ce], rb, cb - c0, &mut square);
+                    move_square(&staged, &mut tile[j..j + UNIT], i, j, &mut square);
                 } else {
-                    bands(&staged, cols, (rb, re), (cb, ce), (rb, c0));
+                    bands(&staged, &mut tile, (i, re - r0), (j, ce - c0), (i, 0));
                 }
             }
+        }
+        for (col, staged) in cols[c0..c1].iter_mut().zip(&tile) {
+            col[r0..r1].copy_from_slice(staged);
         }
     }
 }
 
-/// Where a tile's source rows are copied `UNIT` at a time before squares move them:
-/// rows of a plane that lie a power of two apart (the pages of a stack, 8 MiB apart,
-/// in the page cache's 2 MiB folios) share one cache set at every level, and a square
-/// reading a line of each of its 32 rows evicts its own lines and prefetches. Copied a
-/// row at a time into rows padded by a cache line, they are read in runs, and moved
-/// from the cache. `ra convert` of a 2 GiB uint16 stack: user time 0.79x, wall 0.90x
-/// (docs/PERFORMANCE.md). Bands read 8 rows, what a set holds: through a panel, a
-/// 2 GiB float32 stack took 1.13x the user time, so they read the plane's own rows.
-struct Panel<T> {
+/// Lines of items padded by a cache line, in the cache, that squares read a tile's
+/// source rows from (`UNIT` at a time) and write its columns into (copied out whole
+/// when the tile is done). Rows of a plane that lie a power of two apart (the pages of
+/// a stack, 8 MiB apart, in the page cache's 2 MiB folios) share one cache set at
+/// every level, and a square reading a line of each of its 32 rows evicts its own
+/// lines and prefetches; copied a row at a time, they are read in runs. Columns
+/// written 64 bytes at a time, far apart in a box's buffer, each wait for their line;
+/// copied out whole, each is a run. `ra convert` of a 2 GiB uint16 stack: user time
+/// 0.79x, wall 0.90x with the rows staged, and 0.91x, 0.97x again with the columns
+/// (docs/PERFORMANCE.md). Bands read 8 rows, what a set holds: through staged rows, a
+/// 2 GiB float32 stack took 1.13x the user time, so they move the plane's own.
+struct Staging<T> {
     buf: Vec<T>,
+    stride: usize,
 }
 
 /// Rows ahead of the one being staged whose lines are asked of the cache.
 const AHEAD_ROWS: usize = 8;
 
-impl<T: Copy> Panel<T> {
-    /// A panel of `UNIT` rows of `width` items (each `fill` to begin with).
-    fn new(fill: T, width: usize) -> Self {
-        Panel {
-            buf: vec![fill; UNIT * Self::stride(width)],
+impl<T: Copy> Staging<T> {
+    /// Room for `lines` lines of `len` items (each `fill` to begin with).
+    fn new(fill: T, lines: usize, len: usize) -> Self {
+        let stride = len + Self::line();
+        Staging {
+            buf: vec![fill; lines * stride],
+            stride,
         }
-    }
-
-    /// Items from one staged row to the next: `width` and a cache line.
-    fn stride(width: usize) -> usize {
-        width + Self::line()
     }
 
     /// Items in a cache line.
@@ -194,15 +200,15 @@ impl<T: Copy> Panel<T> {
         (64 / std::mem::size_of::<T>().max(1)).max(1)
     }
 
-    /// Rows `r` of `rows` (at most `UNIT`), columns `c` (at most the panel's width):
-    /// `staged[i][j] == rows[r.0 + i][c.0 + j]`.
+    /// Rows `r` of `rows` (at most the lines there is room for), columns `c` (at most
+    /// their length): `staged[i][j] == rows[r.0 + i][c.0 + j]`.
     fn stage<'a>(
         &'a mut self,
         rows: &[&[T]],
         (r0, r1): (usize, usize),
         (c0, c1): (usize, usize),
     ) -> Vec<&'a [T]> {
-        let (width, stride) = (c1 - c0, Self::stride(c1 - c0));
+        let (width, stride) = (c1 - c0, self.stride);
         for (k, row) in rows[r0..r1].iter().enumerate() {
             if let Some(ahead) = rows.get(r0 + k + AHEAD_ROWS) {
                 ahead[c0..c1]
@@ -214,6 +220,15 @@ impl<T: Copy> Panel<T> {
         }
         (0..r1 - r0)
             .map(|k| &self.buf[k * stride..k * stride + width])
+            .collect()
+    }
+
+    /// The first `n` lines, `len` items each (contents unspecified).
+    fn lines_mut(&mut self, n: usize, len: usize) -> Vec<&mut [T]> {
+        self.buf
+            .chunks_mut(self.stride)
+            .take(n)
+            .map(|l| &mut l[..len])
             .collect()
     }
 }

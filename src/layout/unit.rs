@@ -6,10 +6,10 @@
 //! wrappers are safe where the feature is compiled in), staged on the stack and copied
 //! out a column at a time: each destination column's cache line is written at once,
 //! not in four pieces that evict one another when columns lie a power of two apart.
-//! A square reads rows that a panel has staged in the cache (the parent module's
-//! `Panel`), which asks the cache for the rows ahead. `ra convert` of a 2 GiB uint16
-//! stack: user time 0.66x, wall 0.81x (docs/PERFORMANCE.md), and with the panels 0.79x
-//! and 0.90x again. Items of 4 bytes the same way
+//! A square reads rows and writes columns that the parent module's `Staging` holds in
+//! the cache (it asks the cache for the rows ahead). `ra convert` of a 2 GiB uint16
+//! stack: user time 0.66x, wall 0.81x (docs/PERFORMANCE.md), and with the staging
+//! 0.72x and 0.87x again. Items of 4 bytes the same way
 //! were no faster than the blocks on 4 GiB of f32 tensors, and squares of the blocks
 //! slower than their rows of 8: both stay as they were. Elsewhere (aarch64) every item
 //! takes the blocks.
