@@ -787,11 +787,14 @@ fn engine_outputs(input: &Path, outs: &Path) {
     let options = ConvertOptions::new();
     let Ok(source) = crate::convert::open(input, &options) else {
         // Refused as one array: an archive of several, or bad input. A folder output
-        // takes an archive's members; whatever it makes must read back.
+        // takes an archive's members; whatever it makes is a dataset whose attributes
+        // and arrays read back.
         let folder = outs.join("members");
         if convert(input, &folder, &options, &mut |_, _| ()).is_ok() {
-            for e in std::fs::read_dir(&folder).expect("the folder convert made") {
-                crate::read_raw(e.expect("a member").path()).expect("a member reads back");
+            crate::dataset::check(&folder).expect("the folder convert made is a dataset");
+            crate::dataset::attribute_files(&folder).expect("its attributes read back");
+            for v in crate::dataset::variables(&folder).expect("the folder convert made") {
+                crate::read_raw(&v.path).expect("a member reads back");
             }
         } else {
             assert!(!folder.exists(), "a failed conversion left {folder:?}");

@@ -92,10 +92,6 @@ fn round_trip(input: &std::path::Path, outs: &std::path::Path) {
         names
     };
     let names = listing(&first);
-    if names.is_empty() {
-        // An archive that lists no member: an empty folder, which is no dataset.
-        return;
-    }
     if let Err(e) = convert(&first, &back, &options, &mut |_, _| ()) {
         // A .npy read with an extent NumPy cannot hold (no elements) is no .npy member.
         let numpy =
@@ -108,7 +104,7 @@ fn round_trip(input: &std::path::Path, outs: &std::path::Path) {
     assert_eq!(names, listing(&second), "the members after a round trip");
     for n in names {
         let (a, b) = (first.join(&n), second.join(&n));
-        if a.is_file() {
+        if a.is_file() && n.to_string_lossy().ends_with(".ra") {
             let (x, y) = (crate::read_raw(&a), crate::read_raw(&b));
             let (x, y) = (x.expect("a member reads"), y.expect("its copy reads"));
             assert_eq!(x.header.dims(), y.header.dims(), "{n:?}: dims");

@@ -498,3 +498,28 @@ fn a_folder_through_zarr_and_back_is_the_same_files() {
         );
     }
 }
+
+/// An `.npz` that lists no array converts into an empty dataset (a `dataset.yaml` of no
+/// attributes, FORMAT.md §10), as an empty NetCDF file does, not into an empty folder
+/// that is no dataset; and that converts back into an archive of no arrays.
+#[test]
+fn an_npz_of_no_arrays_is_an_empty_dataset() {
+    let dir = tmp();
+    let npz = dir.path().join("empty.npz");
+    // A ZIP of no members: its end-of-directory record alone.
+    std::fs::write(&npz, b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    let out = dir.path().join("out");
+    ok(&["convert", s(&npz), s(&out)]);
+    let names: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["dataset.yaml"]);
+    let yaml = std::fs::read_to_string(out.join("dataset.yaml")).unwrap();
+    assert!(yaml.contains("attributes: {}"), "{yaml}");
+    let back = dir.path().join("back.npz");
+    ok(&["convert", s(&out), s(&back)]);
+    let again = dir.path().join("again");
+    ok(&["convert", s(&back), s(&again)]);
+    assert!(again.join("dataset.yaml").is_file());
+}
