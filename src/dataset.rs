@@ -14,6 +14,18 @@ use crate::error::{io_at, Error, ErrorKind, Result};
 /// The dataset's own attributes, an NDL document beside its variables.
 pub const ATTRIBUTES: &str = "dataset.yaml";
 
+/// Makes `folder` (which has no variables) an empty dataset: a [`ATTRIBUTES`] of no
+/// attributes, as a tree of no arrays is written.
+pub fn write_empty(folder: &Path) -> Result<()> {
+    let mut doc = Hash::new();
+    doc.insert(Yaml::String("attributes".into()), Yaml::Hash(Hash::new()));
+    std::fs::write(
+        folder.join(ATTRIBUTES),
+        crate::ndl::to_text(&Yaml::Hash(doc)),
+    )
+    .map_err(io_at("write", folder))
+}
+
 /// A dataset's variable: its name (a sub-group's as `group/name`) and its file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Variable {

@@ -191,8 +191,7 @@ fn npz_to_folder(
     if members.is_empty() && made {
         // An archive of no arrays is still a dataset (FORMAT.md §10): a `dataset.yaml`
         // of no attributes, as a tree of none is written, not an empty folder.
-        let doc = super::group::attributes_doc(&serde_json::Map::new());
-        std::fs::write(out.join(crate::dataset::ATTRIBUTES), doc).map_err(io_at("write", out))?;
+        crate::dataset::write_empty(out)?;
     }
     Ok(result)
 }

@@ -477,7 +477,7 @@ fn below(docs: &BTreeMap<String, Value>, g: &str) -> Vec<(String, Value)> {
 }
 
 /// The `dataset.yaml` of a group with `attrs`.
-pub(super) fn attributes_doc(attrs: &Map<String, Value>) -> String {
+fn attributes_doc(attrs: &Map<String, Value>) -> String {
     let mut h = Hash::new();
     h.insert(
         Yaml::String("attributes".into()),
