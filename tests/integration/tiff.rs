@@ -306,6 +306,15 @@ fn hostile_tiffs_are_refused_naming_the_file_and_the_field() {
         &big,
         &["page 0 StripOffsets", "1152921504606846976 bytes"],
     );
+    // The same BigTIFF with a field type TIFF does not define in its first entry.
+    let mut unknown = big.clone();
+    unknown[26..28].copy_from_slice(&8448u16.to_le_bytes());
+    refused(
+        d.path(),
+        "unknown.tif",
+        &unknown,
+        &["IFD 0 tag 256", "field type 8448 is none that TIFF defines"],
+    );
     // Pages of two shapes.
     let mixed = classic(
         &[
