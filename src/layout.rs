@@ -79,6 +79,7 @@ fn to_fortran<T: Copy>(src: &ArrayViewD<'_, T>, dst: &mut [T], squares: Option<M
         out.assign(src);
         return;
     }
+    let mut squares = squares.map(Squares::new);
     for idx in ndarray::indices(&src.shape()[1..n - 1]) {
         let (mut s, mut d) = (src.view(), out.view_mut());
         for &j in idx.slice() {
@@ -89,7 +90,7 @@ fn to_fortran<T: Copy>(src: &ArrayViewD<'_, T>, dst: &mut [T], squares: Option<M
             s.into_dimensionality::<Ix2>(),
             d.into_dimensionality::<Ix2>(),
         ) {
-            (Ok(s), Ok(mut d)) => transpose_tiles(&s, &mut d, squares),
+            (Ok(s), Ok(mut d)) => transpose_tiles(&s, &mut d, squares.as_mut()),
             _ => unreachable!("two axes remain"),
         }
     }
@@ -99,7 +100,7 @@ fn to_fortran<T: Copy>(src: &ArrayViewD<'_, T>, dst: &mut [T], squares: Option<M
 fn transpose_tiles<T: Copy>(
     src: &ndarray::ArrayView2<'_, T>,
     dst: &mut ndarray::ArrayViewMut2<'_, T>,
-    squares: Option<Move<T>>,
+    squares: Option<&mut Squares<T>>,
 ) {
     let rows: Option<Vec<&[T]>> = src.rows().into_iter().map(|r| r.to_slice()).collect();
     let cols: Option<Vec<&mut [T]>> = dst
@@ -126,24 +127,33 @@ fn transpose_tiles<T: Copy>(
 /// `cols[j][i] = rows[i][j]`, for the contiguous rows of a source plane and the
 /// contiguous columns of a destination plane: 256x256 tiles, each copied as bands of
 /// 8 rows made of 8x8 blocks, or moved as squares by `squares` where there is such a
-/// move, through [`Staging`] (the edges as blocks and single elements). Five times faster than ndarray's strided `assign` per tile
-/// on a 4096x4096 f32 plane (15 ms against 78), whose power-of-two strides defeat the
-/// cache.
-fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], squares: Option<Move<T>>) {
+/// move, through [`Staging`] (the edges as blocks and single elements). Five times
+/// faster than ndarray's strided `assign` per tile on a 4096x4096 f32 plane (15 ms
+/// against 78), whose power-of-two strides defeat the cache.
+fn transpose_slices<T: Copy>(
+    rows: &[&[T]],
+    cols: &mut [&mut [T]],
+    squares: Option<&mut Squares<T>>,
+) {
     let (nrows, ncols) = (rows.len(), cols.len());
     let tiles = (0..ncols)
         .step_by(SLICE_TILE)
         .flat_map(|c0| (0..nrows).step_by(SLICE_TILE).map(move |r0| (r0, c0)));
-    let (Some(move_square), Some(&first)) = (squares, rows.first().and_then(|r| r.first())) else {
+    let (Some(sq), Some(&first)) = (squares, rows.first().and_then(|r| r.first())) else {
         for (r0, c0) in tiles {
             let (r1, c1) = ((r0 + SLICE_TILE).min(nrows), (c0 + SLICE_TILE).min(ncols));
             bands(rows, cols, (r0, r1), (c0, c1), (0, 0));
         }
         return;
     };
-    let mut square = vec![0u8; unit::SQUARE];
-    let mut panel = Staging::new(first, UNIT, ncols.min(SLICE_TILE));
-    let mut out = Staging::new(first, ncols.min(SLICE_TILE), nrows.min(SLICE_TILE));
+    let Squares {
+        by: move_square,
+        square,
+        rows: panel,
+        cols: out,
+    } = sq;
+    panel.fit(first, UNIT, ncols.min(SLICE_TILE));
+    out.fit(first, ncols.min(SLICE_TILE), nrows.min(SLICE_TILE));
     for (r0, c0) in tiles {
         let (r1, c1) = ((r0 + SLICE_TILE).min(nrows), (c0 + SLICE_TILE).min(ncols));
         let mut tile = out.lines_mut(c1 - c0, r1 - r0);
@@ -154,7 +164,7 @@ fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], squares: Opti
                 let ce = (cb + UNIT).min(c1);
                 let (i, j) = (rb - r0, cb - c0);
                 if ce - cb == UNIT && re - rb == UNIT {
-                    move_square(&staged, &mut tile[j..j + UNIT], i, j, &mut square);
+                    move_square(&staged, &mut tile[j..j + UNIT], i, j, square);
                 } else {
                     bands(&staged, &mut tile, (i, re - r0), (j, ce - c0), (i, 0));
                 }
@@ -174,24 +184,52 @@ fn transpose_slices<T: Copy>(rows: &[&[T]], cols: &mut [&mut [T]], squares: Opti
 /// lines and prefetches; copied a row at a time, they are read in runs. Columns
 /// written 64 bytes at a time, far apart in a box's buffer, each wait for their line;
 /// copied out whole, each is a run. `ra convert` of a 2 GiB uint16 stack: user time
-/// 0.79x, wall 0.90x with the rows staged, and 0.91x, 0.97x again with the columns
-/// (docs/PERFORMANCE.md). Bands read 8 rows, what a set holds: through staged rows, a
+/// 0.79x, wall 0.90x with the rows staged; user time 0.90x again with the columns, the
+/// wall within the machine's noise (docs/PERFORMANCE.md). Bands read 8 rows, what a set holds: through staged rows, a
 /// 2 GiB float32 stack took 1.13x the user time, so they move the plane's own.
 struct Staging<T> {
     buf: Vec<T>,
     stride: usize,
 }
 
+/// A move of squares and its buffers, made once for all the planes of a transpose:
+/// the stack of one square, and the staged rows and columns of a tile.
+struct Squares<T> {
+    by: Move<T>,
+    square: Vec<u8>,
+    rows: Staging<T>,
+    cols: Staging<T>,
+}
+
+impl<T: Copy> Squares<T> {
+    fn new(by: Move<T>) -> Self {
+        Squares {
+            by,
+            square: vec![0; unit::SQUARE],
+            rows: Staging::new(),
+            cols: Staging::new(),
+        }
+    }
+}
+
 /// Rows ahead of the one being staged whose lines are asked of the cache.
 const AHEAD_ROWS: usize = 8;
 
 impl<T: Copy> Staging<T> {
-    /// Room for `lines` lines of `len` items (each `fill` to begin with).
-    fn new(fill: T, lines: usize, len: usize) -> Self {
-        let stride = len + Self::line();
+    /// No room yet ([`Staging::fit`]).
+    fn new() -> Self {
         Staging {
-            buf: vec![fill; lines * stride],
-            stride,
+            buf: Vec::new(),
+            stride: 0,
+        }
+    }
+
+    /// Room for `lines` lines of `len` items: what there was, for the next plane of
+    /// the same shape, or grown (its new items `fill`), not filled again per plane.
+    fn fit(&mut self, fill: T, lines: usize, len: usize) {
+        self.stride = len + Self::line();
+        if self.buf.len() < lines * self.stride {
+            self.buf.resize(lines * self.stride, fill);
         }
     }
 

@@ -8,11 +8,10 @@
 //! not in four pieces that evict one another when columns lie a power of two apart.
 //! A square reads rows and writes columns that the parent module's `Staging` holds in
 //! the cache (it asks the cache for the rows ahead). `ra convert` of a 2 GiB uint16
-//! stack: user time 0.66x, wall 0.81x (docs/PERFORMANCE.md), and with the staging
-//! 0.72x and 0.87x again. Items of 4 bytes the same way
-//! were no faster than the blocks on 4 GiB of f32 tensors, and squares of the blocks
-//! slower than their rows of 8: both stay as they were. Elsewhere (aarch64) every item
-//! takes the blocks.
+//! stack: user time 0.66x, wall 0.81x (docs/PERFORMANCE.md), and less again with the
+//! staging (its figures are with it). Items of 4 bytes the same way were no faster than
+//! the blocks on 4 GiB of f32 tensors, and squares of the blocks slower than their rows
+//! of 8: both stay as they were. Elsewhere (aarch64) every item takes the blocks.
 
 /// Edge of a square.
 pub(super) const UNIT: usize = 32;
